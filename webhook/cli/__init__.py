@@ -1,0 +1,1 @@
+"""Command-line adapters: argument parsing and exit codes around the pure core."""

@@ -1,0 +1,42 @@
+"""`feedbackstore-webhook` entry point.
+
+Each subcommand lives in its own module exposing `register(subparsers)`; the
+modules import only argparse at load time and their heavy dependencies
+(aiohttp, kubernetes) inside the command, so `validate` in a pre-commit hook
+starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from webhook import __version__
+
+# Subcommand modules under webhook.cli, in the order `--help` lists them.
+SUBCOMMANDS = ("validate",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="feedbackstore-webhook",
+        description="Admission webhook, status writer and offline validator for FeedbackStores.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"webhook.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

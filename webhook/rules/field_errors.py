@@ -1,0 +1,159 @@
+"""Field errors in apimachinery's vocabulary (k8s.io/apimachinery/pkg/util/validation/field).
+
+Users already read `spec.x: Required value` and `Unsupported value: "a":
+supported values: ...` from kubectl; speaking the same language, with the same
+machine-readable types as metav1.CauseType, means no new vocabulary to learn.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+# Values longer than this are cut in messages: a 1 MiB bad value must not
+# become a 1 MiB error message.
+_MAX_SHOWN_VALUE = 64
+
+
+class ErrorType(enum.StrEnum):
+    """metav1.CauseType values, as sent in Status.details.causes[].reason."""
+
+    REQUIRED = "FieldValueRequired"
+    INVALID = "FieldValueInvalid"
+    DUPLICATE = "FieldValueDuplicate"
+    NOT_SUPPORTED = "FieldValueNotSupported"
+    TOO_LONG = "FieldValueTooLong"
+    TOO_MANY = "FieldValueTooMany"
+    TYPE_INVALID = "FieldValueTypeInvalid"
+    FORBIDDEN = "FieldValueForbidden"
+
+
+# field.ErrorType.String(): the words kubectl shows before the detail.
+_TITLES = {
+    ErrorType.REQUIRED: "Required value",
+    ErrorType.INVALID: "Invalid value",
+    ErrorType.DUPLICATE: "Duplicate value",
+    ErrorType.NOT_SUPPORTED: "Unsupported value",
+    ErrorType.TOO_LONG: "Too long",
+    ErrorType.TOO_MANY: "Too many",
+    ErrorType.TYPE_INVALID: "Invalid value",
+    ErrorType.FORBIDDEN: "Forbidden",
+}
+
+# Types whose message never shows the bad value, as in apimachinery's ErrorBody.
+_VALUE_OMITTED = frozenset({ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG})
+
+_OMIT = object()
+
+
+def json_type_name(value: object) -> str:
+    """The JSON/OpenAPI name of a decoded value's type, as schema errors name it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def format_value(value: object) -> str:
+    """Render a bad value the way Go's %q / %v would, cut to a readable size."""
+    if isinstance(value, str):
+        shown = value if len(value) <= _MAX_SHOWN_VALUE else value[:_MAX_SHOWN_VALUE] + "..."
+        return quote(shown)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json_type_name(value)
+
+
+def quote(text: str) -> str:
+    """Go-style double-quoted string (what %q prints for printable text)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = escaped.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One field error: where, what kind, the offending value and why."""
+
+    field: str
+    type: ErrorType
+    bad_value: Any = _OMIT
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        """The error body kubectl prints after the field path."""
+        text = _TITLES[self.type]
+        if self.type not in _VALUE_OMITTED and self.bad_value is not _OMIT:
+            text = f"{text}: {format_value(self.bad_value)}"
+        if self.detail:
+            text = f"{text}: {self.detail}"
+        return text
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldWarning:
+    """Allowed, but surprising: shown by kubectl as `Warning: ...`."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+def required(field: str, detail: str = "") -> Problem:
+    return Problem(field, ErrorType.REQUIRED, detail=detail)
+
+
+def invalid(field: str, value: object, detail: str) -> Problem:
+    return Problem(field, ErrorType.INVALID, value, detail)
+
+
+def duplicate(field: str, value: object, detail: str = "") -> Problem:
+    return Problem(field, ErrorType.DUPLICATE, value, detail)
+
+
+def not_supported(field: str, value: object, supported: tuple[str, ...]) -> Problem:
+    listed = ", ".join(quote(s) for s in supported)
+    return Problem(field, ErrorType.NOT_SUPPORTED, value, f"supported values: {listed}")
+
+
+def too_long(field: str, limit: int) -> Problem:
+    return Problem(field, ErrorType.TOO_LONG, detail=f"may not be more than {limit} characters")
+
+
+def too_many(field: str, actual: int, limit: int) -> Problem:
+    return Problem(field, ErrorType.TOO_MANY, actual, f"must have at most {limit} items")
+
+
+def type_invalid(field: str, value: object, expected: str) -> Problem:
+    return Problem(
+        field, ErrorType.TYPE_INVALID, json_type_name(value), f"must be of type {expected}"
+    )
+
+
+def unknown_field(field: str, hint: str = "") -> Problem:
+    detail = f"unknown field {quote(field)}"
+    if hint:
+        detail = f"{detail}; did you mean {quote(hint)}?"
+    return Problem(field, ErrorType.FORBIDDEN, detail=detail)

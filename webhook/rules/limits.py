@@ -1,0 +1,65 @@
+"""Identity and limits of the FeedbackStore API, stated once.
+
+Every adapter (admission, status writer, CLI, CRD generator) reads these; a
+limit changed here changes everywhere, which is the point of keeping them in
+one place next to the model.
+"""
+
+from typing import Final, Literal, get_args
+
+GROUP: Final = "agents.ctxmesh.ai"
+VERSION: Final = "v1beta1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+KIND: Final = "FeedbackStore"
+PLURAL: Final = "feedbackstores"
+SINGULAR: Final = "feedbackstore"
+SHORT_NAMES: Final = ("fs",)
+CATEGORIES: Final = ("agents",)
+
+Mode = Literal["Enforce", "Monitor"]
+DataType = Literal["NUMERIC", "BOOLEAN", "CATEGORICAL"]
+MODES: Final[tuple[str, ...]] = get_args(Mode)
+DATA_TYPES: Final[tuple[str, ...]] = get_args(DataType)
+DEFAULT_MODE: Final = "Enforce"
+DEFAULT_DATA_TYPE: Final = "NUMERIC"
+MONITOR_MODE: Final = "Monitor"
+CATEGORICAL: Final = "CATEGORICAL"
+
+MIN_HUMAN_SCORES: Final = 1
+MAX_HUMAN_SCORES: Final = 64
+MAX_EXTERNAL_CHANNELS: Final = 32
+MIN_NAME_LENGTH: Final = 1
+MAX_NAME_LENGTH: Final = 128
+MAX_CATEGORIES: Final = 64
+
+# Fields each object may carry; anything else is a typo the user must hear about.
+SPEC_FIELDS: Final = frozenset({"mode", "human", "external"})
+HUMAN_FIELDS: Final = frozenset({"scores"})
+SCORE_FIELDS: Final = frozenset({"name", "dataType", "categories"})
+CHANNEL_FIELDS: Final = frozenset({"name", "score"})
+
+# Kubernetes object metadata limits (apimachinery's IsDNS1123Subdomain / Label).
+MAX_OBJECT_NAME_LENGTH: Final = 253
+MAX_NAMESPACE_LENGTH: Final = 63
+
+# Status condition vocabulary shared with the platform's own controller.
+CONDITION_TYPE: Final = "Validated"
+REASON_VALID: Final = "SpecCoherent"
+REASON_INVALID: Final = "InvalidSpec"
+MESSAGE_VALID: Final = "feedback store spec is coherent"
+
+# The platform's wording for the cross-field invariants (SPEC §1).
+MSG_NO_SOURCE: Final = (
+    "feedback must declare at least one source: human.scores or an external channel"
+)
+MSG_DUP_HUMAN: Final = "human score names must be unique"
+MSG_DUP_ACROSS: Final = (
+    "a score name is declared by both human and an external channel; "
+    "score names must be unique across all sources"
+)
+MSG_DUP_EXTERNAL: Final = "each external channel must declare a distinct score name"
+MSG_DUP_CHANNEL: Final = "external channel names must be unique"
+
+# How many problems one verdict keeps in full; the rest are only counted, so a
+# hostile object with a million bad items costs counting, not memory.
+MAX_RECORDED_PROBLEMS: Final = 1000

@@ -1,0 +1,59 @@
+"""Object metadata rules for manifests checked offline.
+
+In a cluster the API server checks `metadata` itself before any webhook runs;
+offline, nobody does, so the CLI applies the same name rules as apimachinery's
+IsDNS1123Subdomain / IsDNS1123Label, with their messages.
+"""
+
+from __future__ import annotations
+
+import re
+
+from webhook.rules import limits as L
+from webhook.rules.field_errors import Problem, invalid, required, too_long, type_invalid
+
+_SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_LABEL_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_SUBDOMAIN = re.compile(_SUBDOMAIN_FMT)
+_LABEL = re.compile(_LABEL_FMT)
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    f"regex used for validation is '{_SUBDOMAIN_FMT}')"
+)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name', or '123-abc', "
+    f"regex used for validation is '{_LABEL_FMT}')"
+)
+
+
+def validate_metadata(metadata: object) -> list[Problem]:
+    """Problems with `metadata.name` (required) and `metadata.namespace` (optional)."""
+    if metadata is None:
+        return [required("metadata.name", "a FeedbackStore needs a name")]
+    if type(metadata) is not dict:
+        return [type_invalid("metadata", metadata, "object")]
+    problems: list[Problem] = []
+    name = metadata.get("name")
+    if name is None or name == "":
+        problems.append(required("metadata.name", "a FeedbackStore needs a name"))
+    else:
+        problems.extend(_check_dns(name, "metadata.name", L.MAX_OBJECT_NAME_LENGTH, subdomain=True))
+    namespace = metadata.get("namespace")
+    if namespace is not None and namespace != "":
+        problems.extend(
+            _check_dns(namespace, "metadata.namespace", L.MAX_NAMESPACE_LENGTH, subdomain=False)
+        )
+    return problems
+
+
+def _check_dns(value: object, path: str, limit: int, *, subdomain: bool) -> list[Problem]:
+    if type(value) is not str:
+        return [type_invalid(path, value, "string")]
+    if len(value) > limit:
+        return [too_long(path, limit)]
+    pattern, message = (_SUBDOMAIN, _SUBDOMAIN_MSG) if subdomain else (_LABEL, _LABEL_MSG)
+    if pattern.fullmatch(value) is None:
+        return [invalid(path, value, message)]
+    return []

@@ -1,3 +1,3 @@
-"""feedbackstore-webhook: one FeedbackStore verdict, enforced at admission, in status and offline."""
+"""feedbackstore-webhook: one FeedbackStore verdict, at admission, in status and offline."""
 
 __version__ = "0.1.0"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from webhook.rules import limits as L
+from webhook.rules import limits
 from webhook.rules.field_errors import Problem, invalid, required, too_long, type_invalid
 
 _SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
@@ -39,11 +39,15 @@ def validate_metadata(metadata: object) -> list[Problem]:
     if name is None or name == "":
         problems.append(required("metadata.name", "a FeedbackStore needs a name"))
     else:
-        problems.extend(_check_dns(name, "metadata.name", L.MAX_OBJECT_NAME_LENGTH, subdomain=True))
+        problems.extend(
+            _check_dns(name, "metadata.name", limits.MAX_OBJECT_NAME_LENGTH, subdomain=True)
+        )
     namespace = metadata.get("namespace")
     if namespace is not None and namespace != "":
         problems.extend(
-            _check_dns(namespace, "metadata.namespace", L.MAX_NAMESPACE_LENGTH, subdomain=False)
+            _check_dns(
+                namespace, "metadata.namespace", limits.MAX_NAMESPACE_LENGTH, subdomain=False
+            )
         )
     return problems
 

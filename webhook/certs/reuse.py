@@ -1,0 +1,122 @@
+"""Decide whether certificate files on disk can be kept.
+
+Reissuing on every start would churn the CA users trust (their caBundle or
+browser exception) for nothing; keeping a certificate that no longer covers a
+host or is about to expire turns into the classic `x509: certificate is valid
+for ..., not ...` outage. These checks draw that line.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+from collections.abc import Sequence
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from webhook.certs.issue import Authority, KeyType, PrivateKey
+
+# Renew once less than a third of the lifetime is left, and always within 30 days of expiry.
+_RENEW_FRACTION = 3
+_RENEW_AT_MOST = dt.timedelta(days=30)
+
+
+def load_certificate(pem: bytes | None) -> x509.Certificate | None:
+    if pem is None:
+        return None
+    try:
+        return x509.load_pem_x509_certificate(pem)
+    except ValueError:
+        return None
+
+
+def load_private_key(pem: bytes | None) -> PrivateKey | None:
+    if pem is None:
+        return None
+    try:
+        key = serialization.load_pem_private_key(pem, password=None)
+    except (ValueError, TypeError):
+        return None
+    return key if isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) else None
+
+
+def key_type_of(key: PrivateKey) -> KeyType:
+    return KeyType.RSA if isinstance(key, rsa.RSAPrivateKey) else KeyType.ECDSA
+
+
+def usable_authority(
+    cert_pem: bytes | None, key_pem: bytes | None, key_type: KeyType | None, now: dt.datetime
+) -> Authority | None:
+    """The CA on disk if it is a CA, matches its key and type, and is not near expiry."""
+    cert, key = load_certificate(cert_pem), load_private_key(key_pem)
+    if cert is None or key is None or not _key_matches(cert, key):
+        return None
+    if key_type is not None and key_type_of(key) != key_type:
+        return None
+    if not _is_ca(cert) or not is_fresh(cert, now):
+        return None
+    return Authority(cert, key)
+
+
+def serving_reusable(
+    ca: x509.Certificate,
+    cert_pem: bytes | None,
+    key_pem: bytes | None,
+    hosts: Sequence[str],
+    key_type: KeyType | None,
+    now: dt.datetime,
+) -> bool:
+    """True when the serving pair on disk is signed by `ca`, covers `hosts` and is fresh."""
+    cert, key = load_certificate(cert_pem), load_private_key(key_pem)
+    if cert is None or key is None or not _key_matches(cert, key):
+        return False
+    if key_type is not None and key_type_of(key) != key_type:
+        return False
+    return _signed_by(cert, ca) and covers(cert, hosts) and is_fresh(cert, now)
+
+
+def covers(cert: x509.Certificate, hosts: Sequence[str]) -> bool:
+    """Every host is literally one of the certificate's SANs (no wildcard reasoning)."""
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    dns = {name.lower() for name in sans.get_values_for_type(x509.DNSName)}
+    ips = set(sans.get_values_for_type(x509.IPAddress))
+    for host in hosts:
+        try:
+            if ipaddress.ip_address(host) not in ips:
+                return False
+        except ValueError:
+            if host.lower() not in dns:
+                return False
+    return True
+
+
+def is_fresh(cert: x509.Certificate, now: dt.datetime) -> bool:
+    """Already valid and with more than the renewal margin left."""
+    start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
+    margin = min((end - start) / _RENEW_FRACTION, _RENEW_AT_MOST)
+    return start <= now and now < end - margin
+
+
+def _is_ca(cert: x509.Certificate) -> bool:
+    try:
+        return bool(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+    except x509.ExtensionNotFound:
+        return False
+
+
+def _key_matches(cert: x509.Certificate, key: PrivateKey) -> bool:
+    return bool(cert.public_key() == key.public_key())
+
+
+def _signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True

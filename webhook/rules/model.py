@@ -71,7 +71,9 @@ class FeedbackStoreSpec(_Strict):
     )
     human: HumanSource | None = None
     external: list[ExternalChannel] | None = Field(
-        default=None, max_length=limits.MAX_EXTERNAL_CHANNELS
+        default=None,
+        max_length=limits.MAX_EXTERNAL_CHANNELS,
+        description="External channels (e.g. a CSAT webhook), each writing exactly one score.",
     )
 
 

@@ -1,0 +1,98 @@
+"""`feedbackstore-webhook certs`: a CA and serving certificate for clusters without cert-manager.
+
+Writes `ca.crt`, `ca.key`, `tls.crt`, `tls.key` (keys mode 0600) and a
+kustomize overlay beside them (`secret.yaml`, `cabundle-patch.yaml`,
+`kustomization.yaml`), so `kubectl apply -k OUT_DIR` installs the manifests
+with a matching Secret and caBundle. Running it again keeps what still fits
+and renews the serving certificate from the same CA when it nears expiry, so
+the caBundle in the cluster stays valid through a rotation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+from typing import Any
+
+DEFAULT_NAMESPACE = "feedbackstore-system"
+DEFAULT_SERVICE = "feedbackstore-webhook"
+EXIT_OK = 0
+EXIT_FAILED = 2
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "certs",
+        help="issue a CA and serving certificate plus a kustomize overlay that installs them",
+        description=(
+            "Write a CA and a serving certificate for the webhook Service "
+            "(NAME, NAME.NS, NAME.NS.svc, NAME.NS.svc.cluster.local) into OUT_DIR, with a "
+            "kubernetes.io/tls Secret and a caBundle patch; `kubectl apply -k OUT_DIR` then "
+            "installs everything. Existing files are kept while they still fit."
+        ),
+    )
+    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="the webhook's namespace")
+    parser.add_argument("--service", default=DEFAULT_SERVICE, help="the webhook's Service name")
+    parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path("certs"))
+    parser.add_argument("--key-type", choices=("ecdsa", "rsa"), default="ecdsa")
+    parser.add_argument(
+        "--days", type=int, default=365, help="serving certificate lifetime (default 365)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="issue a new CA and certificate even if they fit"
+    )
+    parser.add_argument(
+        "--base",
+        default="manifests",
+        help="kustomize base the overlay installs: a directory or a remote URL (default manifests)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from webhook.certs.issue import KeyType
+
+    if args.days < 1 or args.days > 3650:
+        print(f"certs: --days must be between 1 and 3650, not {args.days}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        return _issue(args, KeyType(args.key_type))
+    except OSError as error:
+        print(f"certs: cannot write to {args.out_dir}: {error.strerror}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _issue(args: argparse.Namespace, key_type: Any) -> int:
+    from webhook.certs.issue import service_hosts
+    from webhook.certs.overlay import write_overlay
+    from webhook.certs.renewal import ensure_certificates
+
+    out_dir: pathlib.Path = args.out_dir
+    hosts = service_hosts(args.service, args.namespace)
+    files, outcome = ensure_certificates(
+        out_dir, hosts, key_type=key_type, days=args.days, force=args.force
+    )
+    base = _base_reference(args.base, out_dir)
+    write_overlay(out_dir, files, args.namespace, base)
+    print(f"{outcome}: {files.cert} for {', '.join(hosts)} ({key_type.value})")
+    print(f"CA: {files.ca_cert} (its key {files.ca_key} stays here; keep it out of git)")
+    if (args.namespace, args.service) != (DEFAULT_NAMESPACE, DEFAULT_SERVICE):
+        print(
+            "note: the base manifests install into "
+            f"{DEFAULT_NAMESPACE}/{DEFAULT_SERVICE}; write an overlay that moves them too",
+            file=sys.stderr,
+        )
+    print(f"next: kubectl apply -k {out_dir}")
+    return EXIT_OK
+
+
+def _base_reference(base: str, out_dir: pathlib.Path) -> str:
+    """A local base relative to the overlay directory; a remote URL as given."""
+    if "://" in base or base.startswith(("github.com/", "git@")):
+        return base
+    path = pathlib.Path(base)
+    if not (path / "kustomization.yaml").is_file():
+        print(f"warning: {base} has no kustomization.yaml; fix --base", file=sys.stderr)
+    return os.path.relpath(path.resolve(), out_dir.resolve())

@@ -1,0 +1,111 @@
+"""The FeedbackStore CustomResourceDefinition, built from the rules package.
+
+Identity (group, names, categories) comes from `limits`, the spec schema from
+the pydantic model, the cross-field rules from `cel_rules`. `human.scores`
+and `external` stay atomic lists (the default) on purpose: a `map` list type
+would make kube-apiserver reject a duplicate name with its own generic
+message before the platform's wording, cannot key `external` by the nested
+`score.name`, and would let server-side apply merge item by item, whereas a
+store is configuration that one owner replaces as a whole.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from webhook.manifests.cel_rules import SPEC_RULES, CelRule
+from webhook.manifests.condition import status_schema
+from webhook.manifests.structural import structural_schema
+from webhook.rules import limits
+from webhook.rules.model import FeedbackStoreSpec
+
+PART_OF = "feedbackstore-webhook"
+_VALIDATED = f'.status.conditions[?(@.type=="{limits.CONDITION_TYPE}")]'
+
+
+def crd_name() -> str:
+    return f"{limits.PLURAL}.{limits.GROUP}"
+
+
+def spec_schema() -> dict[str, Any]:
+    """The structural schema of `spec` with the CEL rules attached where they apply."""
+    schema = structural_schema(FeedbackStoreSpec.model_json_schema(by_alias=True))
+    for rule in SPEC_RULES:
+        _attach(schema, rule)
+    return schema
+
+
+def _attach(schema: dict[str, Any], rule: CelRule) -> None:
+    node = schema
+    for name in filter(None, rule.at.split(".")):
+        node = node["properties"][name]
+    node.setdefault("x-kubernetes-validations", []).append(rule.validation())
+
+
+def root_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": (
+            "Which feedback score names an agent accepts and from which source "
+            "(a human channel or an external channel)."
+        ),
+        "required": ["spec"],
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec_schema(),
+            "status": status_schema(),
+        },
+    }
+
+
+def printer_columns() -> list[dict[str, Any]]:
+    return [
+        {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
+        {"name": "Validated", "type": "string", "jsonPath": f"{_VALIDATED}.status"},
+        {
+            "name": "Reason",
+            "type": "string",
+            "jsonPath": f"{_VALIDATED}.reason",
+            "priority": 1,
+        },
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+
+
+def crd_manifest() -> dict[str, Any]:
+    """The whole CRD object, ready to serialise (a fresh copy on every call)."""
+    return copy.deepcopy(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {
+                "name": crd_name(),
+                "labels": {"app.kubernetes.io/part-of": PART_OF},
+            },
+            "spec": {
+                "group": limits.GROUP,
+                "scope": "Namespaced",
+                "names": {
+                    "kind": limits.KIND,
+                    "listKind": f"{limits.KIND}List",
+                    "plural": limits.PLURAL,
+                    "singular": limits.SINGULAR,
+                    "shortNames": list(limits.SHORT_NAMES),
+                    "categories": list(limits.CATEGORIES),
+                },
+                "versions": [
+                    {
+                        "name": limits.VERSION,
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "additionalPrinterColumns": printer_columns(),
+                        "schema": {"openAPIV3Schema": root_schema()},
+                    }
+                ],
+            },
+        }
+    )

@@ -1,0 +1,78 @@
+"""The writer's view of the cluster: the latest FeedbackStore per namespace/name.
+
+Filled by the list-watch loop, read by the workers; a resync replays it
+without asking the API server anything, so an up-to-date cluster costs no
+request at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+Key = tuple[str, str]
+
+
+def object_key(obj: object) -> Key | None:
+    """`(namespace, name)` of a decoded object, None when it has no usable identity."""
+    if not isinstance(obj, dict):
+        return None
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    namespace, name = metadata.get("namespace"), metadata.get("name")
+    if not isinstance(namespace, str) or not isinstance(name, str) or not namespace or not name:
+        return None
+    return namespace, name
+
+
+def resource_version(obj: dict[str, Any]) -> str | None:
+    metadata = obj.get("metadata")
+    version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+    return version if isinstance(version, str) else None
+
+
+class ObjectCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[Key, dict[str, Any]] = {}
+
+    def get(self, key: Key) -> dict[str, Any] | None:
+        with self._lock:
+            return self._objects.get(key)
+
+    def put(self, key: Key, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._objects[key] = obj
+
+    def put_if_unchanged(self, key: Key, seen_version: str | None, obj: dict[str, Any]) -> bool:
+        """Store our own write's result unless a newer event already replaced what we read.
+
+        Without this, a resync that runs before the watch echoes our write back
+        would see the old object and write the same condition a second time.
+        """
+        with self._lock:
+            current = self._objects.get(key)
+            if current is None or resource_version(current) != seen_version:
+                return False
+            self._objects[key] = obj
+            return True
+
+    def delete(self, key: Key) -> None:
+        with self._lock:
+            self._objects.pop(key, None)
+
+    def replace(self, objects: dict[Key, dict[str, Any]]) -> list[Key]:
+        """Swap in a fresh list; returns the keys that vanished (deleted while we were away)."""
+        with self._lock:
+            gone = [key for key in self._objects if key not in objects]
+            self._objects = dict(objects)
+            return gone
+
+    def snapshot(self) -> list[Key]:
+        with self._lock:
+            return list(self._objects)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._objects)

@@ -1,0 +1,123 @@
+"""From a verdict to the `Validated` condition, and whether the object needs it written.
+
+Everything here is pure: the writer asks `plan_status(obj, now)` and learns the
+condition the object should hold and whether it must be written (an object
+that already carries this exact condition costs no request). Hostile or
+half-written `status` shapes read as "no condition yet" rather than crashing
+the controller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from webhook.rules import Verdict, limits, validate_feedbackstore
+from webhook.rules.report import summarize
+from webhook.status.timestamps import parse_time, rfc3339
+
+# metav1.Condition.message is capped at 32768 characters by the API.
+MAX_CONDITION_MESSAGE: Final = 32768
+STATUS_TRUE: Final = "True"
+STATUS_FALSE: Final = "False"
+
+# The fields whose difference means the condition must be written again;
+# lastTransitionTime is derived from them, never compared on its own.
+_COMPARED: Final = ("status", "reason", "message", "observedGeneration")
+
+
+@dataclass(frozen=True, slots=True)
+class StatusPlan:
+    """The condition an object should hold, the one it holds, the verdict, and if a write is due."""
+
+    condition: dict[str, Any]
+    previous: dict[str, Any] | None
+    verdict: Verdict
+    needed: bool
+
+    @property
+    def flipped(self) -> bool:
+        """True when `status` changes (including from no condition at all)."""
+        return self.previous is None or self.previous.get("status") != self.condition["status"]
+
+
+def verdict_fields(verdict: Verdict) -> tuple[str, str, str]:
+    """`(status, reason, message)` for a verdict, the message bounded for the API."""
+    if verdict.valid:
+        return STATUS_TRUE, limits.REASON_VALID, limits.MESSAGE_VALID
+    return STATUS_FALSE, limits.REASON_INVALID, summarize(verdict, MAX_CONDITION_MESSAGE)
+
+
+def observed_generation(obj: dict[str, Any]) -> int | None:
+    """`metadata.generation` when it is a usable int64, else None (left out of the condition)."""
+    metadata = obj.get("metadata")
+    generation = metadata.get("generation") if isinstance(metadata, dict) else None
+    if type(generation) is int and 0 <= generation < 2**63:
+        return generation
+    return None
+
+
+def current_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The object's `Validated` condition as stored, or None when there is none to read."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    if not isinstance(conditions, list):
+        return None
+    for condition in conditions:
+        if isinstance(condition, dict) and condition.get("type") == limits.CONDITION_TYPE:
+            return condition
+    return None
+
+
+def desired_condition(
+    verdict: Verdict, generation: int | None, previous: dict[str, Any] | None, now: datetime
+) -> dict[str, Any]:
+    """The condition to hold; `lastTransitionTime` moves only when `status` flips."""
+    status, reason, message = verdict_fields(verdict)
+    condition: dict[str, Any] = {
+        "type": limits.CONDITION_TYPE,
+        "status": status,
+        "reason": reason,
+        "message": message,
+    }
+    if generation is not None:
+        condition["observedGeneration"] = generation
+    kept = previous.get("lastTransitionTime") if previous is not None else None
+    same_status = previous is not None and previous.get("status") == status
+    if same_status and parse_time(kept) is not None:
+        condition["lastTransitionTime"] = kept
+    else:
+        condition["lastTransitionTime"] = rfc3339(now)
+    return condition
+
+
+def needs_write(previous: dict[str, Any] | None, desired: dict[str, Any]) -> bool:
+    """Whether the stored condition differs from the desired one in anything that matters."""
+    if previous is None or parse_time(previous.get("lastTransitionTime")) is None:
+        return True
+    return any(previous.get(key) != desired.get(key) for key in _COMPARED)
+
+
+def plan_status(obj: dict[str, Any], now: datetime) -> StatusPlan:
+    """What this object's `Validated` condition should be, and whether it must be written."""
+    previous = current_condition(obj)
+    verdict = validate_feedbackstore(obj)
+    desired = desired_condition(verdict, observed_generation(obj), previous, now)
+    return StatusPlan(desired, previous, verdict, needs_write(previous, desired))
+
+
+def apply_configuration(obj: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
+    """The server-side apply body: identity plus our one condition, nothing else.
+
+    `status.conditions` is a list map keyed by `type`, so applying a list that
+    holds only `Validated` claims that entry alone; conditions other managers
+    own are merged, not replaced.
+    """
+    metadata = obj["metadata"]
+    return {
+        "apiVersion": limits.API_VERSION,
+        "kind": limits.KIND,
+        "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
+        "status": {"conditions": [condition]},
+    }

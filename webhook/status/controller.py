@@ -1,0 +1,151 @@
+"""The status writer assembled: informer, work queue, workers, Lease, resync, in threads.
+
+Threads, not asyncio, because the official `kubernetes` client is
+synchronous; each thread blocks on one thing (the watch stream, the queue, the
+Lease timer) and `stop()` unblocks them all. Every replica keeps its cache
+warm by listing and watching, so a standby that takes over has nothing to
+catch up on, but only the Lease holder writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kubernetes.client import ApiClient
+
+from webhook.status.cache import Key, ObjectCache
+from webhook.status.events import EventRecorder
+from webhook.status.informer import Informer, InformerSettings
+from webhook.status.kubeapi import FeedbackStoreApi, LeaseApi
+from webhook.status.leader import ElectionSettings, LeaderElector, holder_identity
+from webhook.status.metrics import WriterMetrics
+from webhook.status.workqueue import WorkQueue
+from webhook.status.writer import StatusWriter
+
+log = logging.getLogger("webhook.status.controller")
+
+
+@dataclass(slots=True)
+class WriterSettings:
+    namespace: str | None = None
+    lease_namespace: str = "default"
+    lease_name: str = "feedbackstore-status-writer"
+    identity: str = field(default_factory=holder_identity)
+    resync_seconds: float = 300.0
+    workers: int = 4
+    lease_duration: int = 15
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    watch_timeout_seconds: int = 300
+    backoff_initial: float = 0.8
+    backoff_cap: float = 30.0
+    retry_initial: float = 0.05
+    retry_cap: float = 30.0
+    list_page_size: int | None = None
+
+
+class StatusController:
+    def __init__(
+        self,
+        api_client: ApiClient,
+        settings: WriterSettings,
+        metrics: WriterMetrics | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics or WriterMetrics()
+        self.cache = ObjectCache()
+        self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
+        self.elector = LeaderElector(
+            LeaseApi(api_client, settings.lease_namespace, settings.lease_name),
+            ElectionSettings(
+                settings.identity,
+                settings.lease_duration,
+                settings.renew_deadline,
+                settings.retry_period,
+            ),
+            self.metrics,
+            on_started_leading=self.resync,
+        )
+        stores = FeedbackStoreApi(api_client, settings.namespace)
+        self.writer = StatusWriter(
+            stores,
+            self.cache,
+            self.metrics,
+            EventRecorder(api_client, settings.identity, self.metrics),
+            self.elector.is_leader,
+        )
+        self.informer = Informer(
+            stores,
+            self.cache,
+            self.queue,
+            self.metrics,
+            InformerSettings(
+                settings.watch_timeout_seconds,
+                settings.backoff_initial,
+                settings.backoff_cap,
+                settings.list_page_size,
+            ),
+            on_deleted=self.writer.forget,
+        )
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._elector_thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._spawn("status-informer", self.informer.run)
+        for index in range(max(self.settings.workers, 1)):
+            self._spawn(f"status-worker-{index}", self._work)
+        self._spawn("status-resync", self._resync_loop)
+        self._elector_thread = self._spawn("status-lease", self.elector.run)
+        log.info(
+            "status writer started",
+            extra={
+                "identity": self.settings.identity,
+                "namespace": self.settings.namespace or "(all)",
+                "lease": f"{self.settings.lease_namespace}/{self.settings.lease_name}",
+            },
+        )
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop writing first, then give the Lease up, so a standby can take over at once."""
+        self._stop.set()
+        self.informer.stop()
+        self.queue.shutdown()
+        for thread in self._threads:
+            if thread is not self._elector_thread:
+                thread.join(timeout)
+        self.elector.stop()
+        if self._elector_thread is not None:
+            self._elector_thread.join(timeout)
+        log.info("status writer stopped", extra={"identity": self.settings.identity})
+
+    def resync(self) -> None:
+        """Queue every cached object; those already up to date cost no request."""
+        for key in self.cache.snapshot():
+            self.queue.add(key)
+
+    def is_leader(self) -> bool:
+        return self.elector.is_leader()
+
+    def alive(self) -> bool:
+        return not self._stop.is_set() and all(thread.is_alive() for thread in self._threads)
+
+    def ready(self) -> bool:
+        return self.alive() and self.informer.synced.is_set()
+
+    def _work(self) -> None:
+        self.writer.run_worker(self.queue)
+
+    def _resync_loop(self) -> None:
+        while not self._stop.wait(self.settings.resync_seconds):
+            if self.elector.is_leader():
+                self.resync()
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return thread

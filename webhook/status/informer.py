@@ -1,0 +1,216 @@
+"""List, then watch from the list's resourceVersion; relist on 410 Gone; reconnect with backoff.
+
+The client's `SharedInformer` is not used: in `kubernetes` 37 it reads a list's
+`items` with `getattr`, which finds nothing on the plain dicts
+`CustomObjectsApi` returns, and its `Watch.stream` retries a 410 once from the
+same expired resourceVersion before giving up. This loop does what client-go's
+reflector does instead:
+- list, store everything, queue every key, then watch from the list's
+  resourceVersion with `allowWatchBookmarks` (bookmarks only move the
+  resourceVersion forward, so a reconnect after a quiet hour is not a 410);
+- `410 Gone` (as an HTTP answer or an ERROR event) means our resourceVersion
+  was compacted away: relist;
+- a watch the server ends normally (its `timeoutSeconds`) is resumed at once
+  from the last resourceVersion; a dropped connection, refused connection,
+  5xx or 429 waits a capped, jittered exponential backoff first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import urllib3
+
+from webhook.status.backoff import Backoff
+from webhook.status.cache import Key, ObjectCache, object_key, resource_version
+from webhook.status.kubeapi import TRANSPORT_ERRORS, FeedbackStoreApi, retry_after, status_code
+from webhook.status.metrics import WriterMetrics
+from webhook.status.watch import (
+    WatchEvent,
+    WatchStreamError,
+    decode_event,
+    response_chunks,
+    split_lines,
+)
+from webhook.status.workqueue import WorkQueue
+
+log = logging.getLogger("webhook.status.informer")
+
+# A watch that ran at least this long, or delivered an event, was healthy:
+# its end resets the backoff and it is resumed at once.
+_HEALTHY_WATCH_SECONDS = 1.0
+
+
+class ResourceExpiredError(Exception):
+    """410 Gone: the resourceVersion we watch from is no longer in the server's window."""
+
+
+@dataclass(slots=True)
+class InformerSettings:
+    # Server-side watch timeout: a random value in [t, 2t), as client-go's reflector
+    # does, so many watchers do not all reconnect at the same moment.
+    watch_timeout_seconds: int = 300
+    backoff_initial: float = 0.8
+    backoff_cap: float = 30.0
+    page_size: int | None = None
+    rng: random.Random = field(default_factory=random.Random)
+
+
+class Informer:
+    def __init__(
+        self,
+        api: FeedbackStoreApi,
+        cache: ObjectCache,
+        queue: WorkQueue[Key],
+        metrics: WriterMetrics,
+        settings: InformerSettings | None = None,
+        on_deleted: Callable[[Key], None] | None = None,
+    ) -> None:
+        self._api = api
+        self._cache = cache
+        self._queue = queue
+        self._metrics = metrics
+        self._settings = settings or InformerSettings()
+        self._on_deleted = on_deleted
+        self._backoff = Backoff(
+            self._settings.backoff_initial, self._settings.backoff_cap, self._settings.rng
+        )
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._response: urllib3.BaseHTTPResponse | None = None
+        self._version: str | None = None
+        self.synced = threading.Event()
+
+    def run(self) -> None:
+        """Thread target: list and watch until `stop()`."""
+        while not self._stop.is_set():
+            try:
+                if self._version is None:
+                    self._version = self._list()
+                self._watch(self._version)
+            except ResourceExpiredError:
+                self._relist()
+            except Exception as error:  # any failure: back off, never die
+                if status_code(error) == http.HTTPStatus.GONE:
+                    self._relist()
+                else:
+                    self._fail(error)
+
+    def stop(self) -> None:
+        """Stop the loop and unblock a watch read in progress."""
+        self._stop.set()
+        with self._lock:
+            response = self._response
+        if response is not None:
+            with contextlib.suppress(OSError):
+                response.shutdown()
+
+    def _list(self) -> str:
+        items, version = self._api.list(self._settings.page_size)
+        fresh: dict[Key, dict[str, Any]] = {}
+        for item in items:
+            key = object_key(item)
+            if key is not None:
+                fresh[key] = item
+        for gone in self._cache.replace(fresh):
+            self._forget(gone)
+        self._metrics.lists.inc()
+        self._metrics.objects.set(len(fresh))
+        for key in fresh:
+            self._queue.add(key)
+        self._backoff.reset()
+        self.synced.set()
+        log.info("listed", extra={"objects": len(fresh), "resourceVersion": version})
+        return version
+
+    def _watch(self, version: str) -> None:
+        """Follow one watch stream, moving `_version` along with its events."""
+        base = self._settings.watch_timeout_seconds
+        timeout = base + self._settings.rng.randrange(max(base, 1))
+        started = time.monotonic()
+        response = self._api.watch(version, timeout, read_timeout=timeout + 30.0)
+        with self._lock:
+            self._response = response
+        if self._stop.is_set():
+            response.shutdown()
+        delivered = False
+        try:
+            for line in split_lines(response_chunks(response)):
+                event = decode_event(line)
+                if event is None:
+                    log.warning("unreadable watch line skipped", extra={"bytes": len(line)})
+                    continue
+                self._apply(event)
+                delivered = True
+        finally:
+            with self._lock:
+                self._response = None
+            response.release_conn()
+        if self._stop.is_set():
+            return
+        healthy = delivered or time.monotonic() - started >= _HEALTHY_WATCH_SECONDS
+        self._metrics.watch_restarts.labels("closed").inc()
+        if healthy:
+            self._backoff.reset()
+        else:
+            self._stop.wait(self._backoff.next_delay())
+
+    def _apply(self, event: WatchEvent) -> None:
+        """Fold one event into the cache and queue, and move the resourceVersion on."""
+        self._metrics.watch_events.labels(event.type).inc()
+        obj = event.object
+        if event.type == "ERROR":
+            if obj.get("code") == http.HTTPStatus.GONE:
+                raise ResourceExpiredError
+            raise WatchStreamError(f"watch error {obj.get('code')}: {obj.get('message')}")
+        self._version = resource_version(obj) or self._version
+        if event.type == "BOOKMARK":
+            return
+        key = object_key(obj)
+        if key is None:
+            log.warning("watch event without namespace/name skipped", extra={"type": event.type})
+            return
+        if event.type == "DELETED":
+            self._cache.delete(key)
+            self._forget(key)
+        else:
+            self._cache.put(key, obj)
+            self._queue.add(key)
+        self._metrics.objects.set(len(self._cache))
+
+    def _forget(self, key: Key) -> None:
+        if self._on_deleted is not None:
+            self._on_deleted(key)
+
+    def _relist(self) -> None:
+        self._version = None
+        self._restart("gone", "resourceVersion expired (410 Gone); relisting")
+
+    def _restart(self, reason: str, message: str) -> None:
+        self._metrics.watch_restarts.labels(reason).inc()
+        log.info(message, extra={"reason": reason})
+
+    def _fail(self, error: Exception) -> None:
+        code = status_code(error)
+        if self._stop.is_set():
+            return
+        delay = max(self._backoff.next_delay(), retry_after(error))
+        self._restart("error", "list/watch failed; retrying after backoff")
+        log.warning(
+            "list/watch failed",
+            extra={
+                "status": code,
+                "error": f"{type(error).__name__}: {error}"[:500],
+                "retry_in": round(delay, 3),
+                "transport": isinstance(error, TRANSPORT_ERRORS),
+            },
+        )
+        self._stop.wait(delay)

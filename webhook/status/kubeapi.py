@@ -1,0 +1,228 @@
+"""The few API calls the writer makes, through the official `kubernetes` client.
+
+Everything goes through `CustomObjectsApi` with plain dict bodies, on purpose:
+- FeedbackStores have no generated model, and reading the raw response
+  (`_preload_content=False`) skips the client's per-object model machinery;
+- Leases go through it too: `CoordinationV1Api` turns a body into a `V1Lease`
+  whose datetimes are written with `isoformat()`, which drops the fraction of
+  a MicroTime when microseconds are zero and is then rejected by the API
+  server. A dict keeps our exact `...00.000000Z` text.
+"""
+
+from __future__ import annotations
+
+import http
+from typing import Any, Final, cast
+
+import orjson
+import urllib3
+from kubernetes.client import ApiClient, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from webhook.rules import limits
+
+FIELD_MANAGER: Final = "feedbackstore-status-writer"
+APPLY_PATCH: Final = "application/apply-patch+yaml"
+LEASE_GROUP: Final = "coordination.k8s.io"
+LEASE_VERSION: Final = "v1"
+LEASES: Final = "leases"
+
+# (connect, read) seconds: a hung API server must not hold a worker forever.
+REQUEST_TIMEOUT: Final = (10.0, 30.0)
+LIST_TIMEOUT: Final = (10.0, 120.0)
+
+# Errors of the connection itself (refused, reset, timed out, cut mid-body).
+TRANSPORT_ERRORS: Final = (urllib3.exceptions.HTTPError, OSError)
+
+
+def status_code(error: BaseException) -> int | None:
+    """The HTTP status of a failed call, None when no response came back."""
+    if isinstance(error, ApiException) and isinstance(error.status, int) and error.status:
+        return int(error.status)
+    return None
+
+
+def retry_after(error: BaseException, cap: float = 30.0) -> float:
+    """The server's `Retry-After` in seconds (0 when absent or unreadable), at most `cap`."""
+    headers = getattr(error, "headers", None)
+    value = headers.get("Retry-After") if headers is not None else None
+    try:
+        seconds = float(value) if value is not None else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+    return min(max(seconds, 0.0), cap)
+
+
+def _raw(response: object) -> urllib3.BaseHTTPResponse:
+    """What a call with `_preload_content=False` returns: the unread urllib3 response."""
+    return cast(urllib3.BaseHTTPResponse, response)
+
+
+def _read_json(response: object) -> Any:
+    raw = _raw(response)
+    try:
+        return orjson.loads(raw.data)
+    finally:
+        raw.release_conn()
+
+
+class FeedbackStoreApi:
+    """List, watch, read and apply `status` of FeedbackStores, in one namespace or all."""
+
+    def __init__(self, api_client: ApiClient, namespace: str | None = None) -> None:
+        self._api = CustomObjectsApi(api_client)
+        self.namespace = namespace
+
+    def list(self, page_size: int | None = None) -> tuple[list[dict[str, Any]], str]:
+        """Every FeedbackStore and the list's resourceVersion to watch from."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = _read_json(
+                self._collection(limit=page_size, _continue=token, _request_timeout=LIST_TIMEOUT)
+            )
+            items.extend(item for item in page.get("items") or () if isinstance(item, dict))
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue") or None
+            if token is None:
+                return items, str(metadata.get("resourceVersion") or "")
+
+    def watch(
+        self, resource_version: str, timeout_seconds: int, read_timeout: float
+    ) -> urllib3.BaseHTTPResponse:
+        """An open watch stream from `resource_version`, with bookmarks; the caller closes it."""
+        return self._collection(
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout_seconds,
+            _request_timeout=(REQUEST_TIMEOUT[0], read_timeout),
+        )
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The object as stored now, or None when it is gone."""
+        try:
+            found = self._api.get_namespaced_custom_object(
+                limits.GROUP,
+                limits.VERSION,
+                namespace,
+                limits.PLURAL,
+                name,
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ApiException as error:
+            if error.status == http.HTTPStatus.NOT_FOUND:
+                return None
+            raise
+        result: dict[str, Any] = _read_json(found)
+        return result
+
+    def apply_status(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Server-side apply on the `status` subresource as our field manager, forced.
+
+        `force` takes over fields another manager holds (an older controller's
+        `Validated`), as Kubernetes advises controllers to do, instead of
+        failing with 409 forever.
+        """
+        response = self._api.patch_namespaced_custom_object_status(
+            limits.GROUP,
+            limits.VERSION,
+            namespace,
+            limits.PLURAL,
+            name,
+            body,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            _content_type=APPLY_PATCH,
+            _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+        result: dict[str, Any] = _read_json(response)
+        return result
+
+    def _collection(self, **options: Any) -> urllib3.BaseHTTPResponse:
+        options = {key: value for key, value in options.items() if value is not None}
+        options["_preload_content"] = False
+        if self.namespace is None:
+            response = self._api.list_cluster_custom_object(
+                limits.GROUP, limits.VERSION, limits.PLURAL, **options
+            )
+        else:
+            response = self._api.list_namespaced_custom_object(
+                limits.GROUP, limits.VERSION, self.namespace, limits.PLURAL, **options
+            )
+        return _raw(response)
+
+
+class LeaseApi:
+    """Read, create and replace one `coordination.k8s.io/v1` Lease as a plain dict."""
+
+    def __init__(self, api_client: ApiClient, namespace: str, name: str) -> None:
+        self._api = CustomObjectsApi(api_client)
+        self.namespace = namespace
+        self.name = name
+
+    def get(self) -> dict[str, Any] | None:
+        try:
+            response = self._api.get_namespaced_custom_object(
+                LEASE_GROUP,
+                LEASE_VERSION,
+                self.namespace,
+                LEASES,
+                self.name,
+                _preload_content=False,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ApiException as error:
+            if error.status == http.HTTPStatus.NOT_FOUND:
+                return None
+            raise
+        result: dict[str, Any] = _read_json(response)
+        return result
+
+    def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+        body = {
+            "apiVersion": f"{LEASE_GROUP}/{LEASE_VERSION}",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": spec,
+        }
+        response = self._api.create_namespaced_custom_object(
+            LEASE_GROUP,
+            LEASE_VERSION,
+            self.namespace,
+            LEASES,
+            body,
+            field_manager=FIELD_MANAGER,
+            _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+        result: dict[str, Any] = _read_json(response)
+        return result
+
+    def replace(self, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
+        """Replace the Lease only if it is still at `resource_version` (else 409)."""
+        body = {
+            "apiVersion": f"{LEASE_GROUP}/{LEASE_VERSION}",
+            "kind": "Lease",
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "resourceVersion": resource_version,
+            },
+            "spec": spec,
+        }
+        response = self._api.replace_namespaced_custom_object(
+            LEASE_GROUP,
+            LEASE_VERSION,
+            self.namespace,
+            LEASES,
+            self.name,
+            body,
+            field_manager=FIELD_MANAGER,
+            _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+        result: dict[str, Any] = _read_json(response)
+        return result

@@ -1,0 +1,250 @@
+"""One active writer among replicas, through a `coordination.k8s.io/v1` Lease.
+
+Written here rather than taken from the client's `leaderelection` module,
+which cannot release a Lease (a stopped leader would leave its replacement
+waiting out the whole lease) and writes times with `isoformat()`. The rules
+are client-go's:
+- acquire a Lease that does not exist, is released (no holder), or whose
+  holder has not renewed it for `leaseDurationSeconds` as measured on our own
+  clock from when we last saw the record change (no trust in clock skew);
+- every update carries the resourceVersion read, so two candidates can never
+  both win (the loser gets 409);
+- the leader renews every `retry_period` and stops acting as leader once it
+  has failed to renew for `renew_deadline` (< lease duration), before anyone
+  else may take over;
+- on shutdown the leader releases: empty holder, duration 1 s.
+"""
+
+from __future__ import annotations
+
+import http
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from webhook.status.kubeapi import LeaseApi, status_code
+from webhook.status.metrics import WriterMetrics
+from webhook.status.timestamps import micro_time, utc_now
+
+log = logging.getLogger("webhook.status.leader")
+
+
+def holder_identity(environ: dict[str, str] | None = None) -> str:
+    """`<pod name>_<uuid>`: unique per process even when two share a pod name or host."""
+    env = os.environ if environ is None else environ
+    base = env.get("POD_NAME") or socket.gethostname() or "status-writer"
+    return f"{base[:200]}_{uuid.uuid4()}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    holder: str
+    duration: int | None
+    renew_time: str | None
+    transitions: int
+    resource_version: str
+    spec: dict[str, Any]
+
+
+def read_record(lease: dict[str, Any]) -> LeaseRecord:
+    """The fields of a Lease that election reads, tolerant of missing or odd values."""
+    spec = _mapping(lease.get("spec"))
+    metadata = _mapping(lease.get("metadata"))
+    holder = spec.get("holderIdentity")
+    duration = spec.get("leaseDurationSeconds")
+    transitions = spec.get("leaseTransitions")
+    renew = spec.get("renewTime")
+    return LeaseRecord(
+        holder=holder if isinstance(holder, str) else "",
+        duration=duration if type(duration) is int and duration > 0 else None,
+        renew_time=renew if isinstance(renew, str) else None,
+        transitions=transitions if type(transitions) is int and transitions >= 0 else 0,
+        resource_version=str(metadata.get("resourceVersion") or ""),
+        spec=spec,
+    )
+
+
+def held_by_other(
+    record: LeaseRecord, identity: str, observed_at: float, now: float, default_duration: int
+) -> bool:
+    """True while someone else holds an unexpired lease (by our clock since we saw it change)."""
+    if not record.holder or record.holder == identity:
+        return False
+    duration = record.duration or default_duration
+    return observed_at + duration > now
+
+
+def claimed_spec(
+    record: LeaseRecord | None, identity: str, duration: int, now: datetime
+) -> dict[str, Any]:
+    """The Lease spec that makes us the holder (renewing keeps acquireTime and the count)."""
+    stamp = micro_time(now)
+    spec = dict(record.spec) if record is not None else {}
+    renewing = record is not None and record.holder == identity
+    acquire_time = spec.get("acquireTime") if renewing else None
+    transitions = record.transitions if record is not None else 0
+    if record is not None and record.holder and not renewing:
+        transitions += 1
+    spec.update(
+        holderIdentity=identity,
+        leaseDurationSeconds=duration,
+        acquireTime=acquire_time if isinstance(acquire_time, str) else stamp,
+        renewTime=stamp,
+        leaseTransitions=transitions,
+    )
+    return spec
+
+
+def released_spec(record: LeaseRecord, now: datetime) -> dict[str, Any]:
+    """What client-go writes on release: no holder, a 1 s duration, times set to now."""
+    stamp = micro_time(now)
+    spec = dict(record.spec)
+    spec.update(
+        holderIdentity="",
+        leaseDurationSeconds=1,
+        acquireTime=stamp,
+        renewTime=stamp,
+        leaseTransitions=record.transitions,
+    )
+    return spec
+
+
+@dataclass(slots=True)
+class ElectionSettings:
+    identity: str
+    lease_duration: int = 15
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+class LeaderElector:
+    def __init__(
+        self,
+        api: LeaseApi,
+        settings: ElectionSettings,
+        metrics: WriterMetrics,
+        on_started_leading: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 0 < settings.renew_deadline < settings.lease_duration:
+            raise ValueError("renew deadline must be positive and shorter than the lease")
+        self._api = api
+        self._settings = settings
+        self._metrics = metrics
+        self._on_started = on_started_leading
+        self._clock = clock
+        self._stop = threading.Event()
+        self._observed: LeaseRecord | None = None
+        self._observed_at = 0.0
+        self._leading = False
+        self._renewed_at = 0.0
+        self.identity = settings.identity
+
+    def is_leader(self) -> bool:
+        """True only while a renewal is recent enough that nobody else can hold the Lease."""
+        return self._leading and self._clock() - self._renewed_at < self._settings.renew_deadline
+
+    def run(self) -> None:
+        """Thread target: campaign, then renew, until `stop()`; release on the way out."""
+        while not self._stop.is_set():
+            try:
+                held = self._try_acquire_or_renew()
+            except Exception as error:  # an unreachable server is a failed renewal
+                held = False
+                log.warning(
+                    "lease request failed",
+                    extra={"status": status_code(error), "error": f"{type(error).__name__}"},
+                )
+            self._settle(held)
+            self._stop.wait(self._settings.retry_period)
+        if self._leading:
+            self._step_down("shutting down")
+            self.release()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def release(self) -> bool:
+        """Give the Lease up if we still hold it, so a standby takes over at once."""
+        try:
+            lease = self._api.get()
+            if lease is None:
+                return False
+            record = read_record(lease)
+            if record.holder != self.identity:
+                return False
+            self._api.replace(record.resource_version, released_spec(record, utc_now()))
+        except Exception as error:  # the lease then simply expires
+            log.warning("lease release failed", extra={"error": f"{type(error).__name__}"})
+            return False
+        log.info("lease released", extra={"identity": self.identity})
+        return True
+
+    def _settle(self, held: bool) -> None:
+        now = self._clock()
+        if held:
+            self._renewed_at = now
+            if not self._leading:
+                self._leading = True
+                self._metrics.leader.set(1)
+                self._metrics.lease_transitions.labels("leader").inc()
+                log.info("started leading", extra={"identity": self.identity})
+                self._on_started()
+        elif self._leading and now - self._renewed_at >= self._settings.renew_deadline:
+            self._step_down("renewal deadline passed")
+
+    def _step_down(self, why: str) -> None:
+        self._leading = False
+        self._metrics.leader.set(0)
+        self._metrics.lease_transitions.labels("standby").inc()
+        log.info("stopped leading", extra={"identity": self.identity, "why": why})
+
+    def _try_acquire_or_renew(self) -> bool:
+        settings = self._settings
+        lease = self._api.get()
+        if lease is None:
+            return self._write(
+                None, claimed_spec(None, self.identity, settings.lease_duration, utc_now())
+            )
+        record = read_record(lease)
+        if self._observed is None or _changed(self._observed, record):
+            self._observed, self._observed_at = record, self._clock()
+        if held_by_other(
+            record, self.identity, self._observed_at, self._clock(), settings.lease_duration
+        ):
+            return False
+        spec = claimed_spec(record, self.identity, settings.lease_duration, utc_now())
+        return self._write(record, spec)
+
+    def _write(self, record: LeaseRecord | None, spec: dict[str, Any]) -> bool:
+        try:
+            if record is None:
+                written = self._api.create(spec)
+            else:
+                written = self._api.replace(record.resource_version, spec)
+        except Exception as error:
+            if status_code(error) in (http.HTTPStatus.CONFLICT,):
+                return False  # another candidate won this round
+            raise
+        self._observed, self._observed_at = read_record(written), self._clock()
+        return True
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _changed(before: LeaseRecord, after: LeaseRecord) -> bool:
+    return (before.holder, before.renew_time, before.transitions, before.duration) != (
+        after.holder,
+        after.renew_time,
+        after.transitions,
+        after.duration,
+    )

@@ -1,0 +1,171 @@
+"""Reconcile one FeedbackStore: compute its `Validated` condition, apply it if it changed.
+
+The writer applies only that one condition with server-side apply on the
+`status` subresource, so conditions other controllers own stay exactly as they
+are. Failures map to what Kubernetes means by them:
+- 404: the object was deleted meanwhile; nothing to do (the watch will say so);
+- 409: someone changed the object under us; read it again and retry at once,
+  a few times, then fall back to the key's backoff;
+- 429 and 5xx, refused or cut connections: retry the key after its own capped,
+  jittered backoff (at least the server's `Retry-After`).
+"""
+
+from __future__ import annotations
+
+import http
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from webhook.status.cache import Key, ObjectCache, resource_version
+from webhook.status.condition import StatusPlan, apply_configuration, plan_status
+from webhook.status.events import EventRecorder, transition
+from webhook.status.kubeapi import FeedbackStoreApi, retry_after, status_code
+from webhook.status.metrics import WriterMetrics
+from webhook.status.timestamps import utc_now
+from webhook.status.workqueue import WorkQueue
+
+log = logging.getLogger("webhook.status.writer")
+
+# Immediate re-reads after a 409 before the key goes back to its backoff.
+CONFLICT_ATTEMPTS: Final = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one reconcile did; `retry_after` set means: queue the key again later."""
+
+    name: str
+    retry_after: float | None = None
+
+
+class StatusWriter:
+    def __init__(
+        self,
+        api: FeedbackStoreApi,
+        cache: ObjectCache,
+        metrics: WriterMetrics,
+        recorder: EventRecorder | None,
+        is_leader: Callable[[], bool],
+    ) -> None:
+        self._api = api
+        self._cache = cache
+        self._metrics = metrics
+        self._recorder = recorder
+        self._is_leader = is_leader
+        self._lock = threading.Lock()
+        self._invalid: set[Key] = set()
+
+    def run_worker(self, queue: WorkQueue[Key]) -> None:
+        """Thread target: reconcile keys until the queue shuts down."""
+        while (key := queue.get()) is not None:
+            try:
+                outcome = self.reconcile(key)
+            except Exception:  # a bug must cost one object a retry, not the worker
+                log.exception("reconcile failed", extra=_where(key))
+                outcome = Outcome("retry", 0.0)
+            finally:
+                queue.done(key)
+            self._metrics.reconciles.labels(outcome.name).inc()
+            if outcome.retry_after is None:
+                queue.forget(key)
+            else:
+                queue.add_rate_limited(key, outcome.retry_after)
+
+    def forget(self, key: Key) -> None:
+        """The object is gone: drop what we remember about it."""
+        with self._lock:
+            self._invalid.discard(key)
+            count = len(self._invalid)
+        self._metrics.objects_invalid.set(count)
+
+    def reconcile(self, key: Key) -> Outcome:
+        if not self._is_leader():
+            return Outcome("standby")
+        obj = self._cache.get(key)
+        for _ in range(CONFLICT_ATTEMPTS):
+            if obj is None:
+                return Outcome("gone")
+            plan = plan_status(obj, utc_now())
+            self._track_validity(key, plan.verdict.valid)
+            if not plan.needed:
+                return Outcome("up_to_date")
+            if not self._is_leader():
+                return Outcome("standby")
+            try:
+                written = self._write(key, obj, plan)
+            except Exception as error:  # classified below
+                code = status_code(error)
+                if code == http.HTTPStatus.NOT_FOUND:
+                    self._metrics.writes.labels("not_found").inc()
+                    return Outcome("gone")
+                if code != http.HTTPStatus.CONFLICT:
+                    self._metrics.writes.labels("error").inc()
+                    return self._failed(key, "status write failed", error)
+                self._metrics.writes.labels("conflict").inc()
+                self._metrics.conflicts.inc()
+                log.info("conflict writing status; reading the object again", extra=_where(key))
+                try:
+                    obj = self._api.get(*key)
+                except Exception as read_error:
+                    return self._failed(key, "re-reading after a conflict failed", read_error)
+                continue
+            self._after_write(key, obj, plan, written)
+            return Outcome("written")
+        return Outcome("retry", 0.0)
+
+    def _write(self, key: Key, obj: dict[str, Any], plan: StatusPlan) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            return self._api.apply_status(key[0], key[1], apply_configuration(obj, plan.condition))
+        finally:
+            self._metrics.write_seconds.observe(time.perf_counter() - started)
+
+    def _after_write(
+        self, key: Key, obj: dict[str, Any], plan: StatusPlan, written: dict[str, Any]
+    ) -> None:
+        self._metrics.writes.labels("ok").inc()
+        if isinstance(written, dict) and isinstance(written.get("metadata"), dict):
+            self._cache.put_if_unchanged(key, resource_version(obj), written)
+        condition = plan.condition
+        log.info(
+            "condition written",
+            extra={
+                **_where(key),
+                "status": condition["status"],
+                "reason": condition["reason"],
+                "observedGeneration": condition.get("observedGeneration"),
+                "problems": plan.verdict.problem_count,
+            },
+        )
+        previous = plan.previous.get("status") if plan.previous is not None else None
+        change = transition(previous, condition["status"])
+        if change is not None and self._recorder is not None:
+            self._recorder.record(obj, change, plan.verdict, utc_now())
+
+    def _failed(self, key: Key, what: str, error: Exception) -> Outcome:
+        log.warning(
+            f"{what}; retrying after backoff",
+            extra={
+                **_where(key),
+                "status": status_code(error),
+                "error": f"{type(error).__name__}: {error}"[:300],
+            },
+        )
+        return Outcome("retry", retry_after(error))
+
+    def _track_validity(self, key: Key, valid: bool) -> None:
+        with self._lock:
+            if valid:
+                self._invalid.discard(key)
+            else:
+                self._invalid.add(key)
+            count = len(self._invalid)
+        self._metrics.objects_invalid.set(count)
+
+
+def _where(key: Key) -> dict[str, str]:
+    return {"namespace": key[0], "name": key[1]}

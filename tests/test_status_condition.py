@@ -1,0 +1,273 @@
+"""The `Validated` condition the status writer wants on an object, and when it must write it.
+
+Pure: objects in, a plan out. Table-driven, with the exact condition expected.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from webhook.rules import limits
+from webhook.status.condition import (
+    MAX_CONDITION_MESSAGE,
+    apply_configuration,
+    current_condition,
+    observed_generation,
+    plan_status,
+)
+
+NOW = datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
+NOW_TEXT = "2025-03-04T05:06:07Z"
+EARLIER = "2024-01-02T03:04:05Z"
+VALID_SPEC: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}]}}
+DUPLICATE_SPEC: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
+DUPLICATE_MESSAGE = (
+    'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
+    "(first declared at spec.human.scores[0].name)"
+)
+NO_SOURCE_MESSAGE = f"spec: Required value: {limits.MSG_NO_SOURCE}"
+
+
+def store(spec: object, generation: object = 3, conditions: object = None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": limits.API_VERSION,
+        "kind": limits.KIND,
+        "metadata": {"name": "support", "namespace": "agents", "generation": generation},
+        "spec": spec,
+    }
+    if conditions is not None:
+        obj["status"] = {"conditions": conditions}
+    return obj
+
+
+def validated(status: str, generation: int = 3, when: str = EARLIER, **fields: Any) -> dict:
+    reason, message = (
+        (limits.REASON_VALID, limits.MESSAGE_VALID)
+        if status == "True"
+        else (limits.REASON_INVALID, DUPLICATE_MESSAGE)
+    )
+    condition = {
+        "type": "Validated",
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": when,
+    }
+    condition.update(fields)
+    return condition
+
+
+OTHER = {
+    "type": "Ready",
+    "status": "True",
+    "reason": "Synced",
+    "message": "x",
+    "lastTransitionTime": EARLIER,
+}
+
+# (id, object, expected condition, write needed)
+CASES: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
+    (
+        "a valid object with no status gets True/SpecCoherent stamped now",
+        store(VALID_SPEC),
+        validated("True", when=NOW_TEXT),
+        True,
+    ),
+    (
+        "an invalid object with no status gets False/InvalidSpec naming the problem",
+        store(DUPLICATE_SPEC),
+        validated("False", when=NOW_TEXT),
+        True,
+    ),
+    (
+        "an object without a spec is invalid for declaring no source",
+        store(None),
+        validated("False", when=NOW_TEXT, message=NO_SOURCE_MESSAGE),
+        True,
+    ),
+    (
+        "an up-to-date valid object needs no write",
+        store(VALID_SPEC, conditions=[validated("True")]),
+        validated("True"),
+        False,
+    ),
+    (
+        "an up-to-date invalid object needs no write",
+        store(DUPLICATE_SPEC, conditions=[validated("False")]),
+        validated("False"),
+        False,
+    ),
+    (
+        "other conditions around ours do not matter",
+        store(VALID_SPEC, conditions=[OTHER, validated("True"), {**OTHER, "type": "Synced"}]),
+        validated("True"),
+        False,
+    ),
+    (
+        "a fixed spec flips to True and moves lastTransitionTime",
+        store(VALID_SPEC, generation=4, conditions=[validated("False")]),
+        validated("True", generation=4, when=NOW_TEXT),
+        True,
+    ),
+    (
+        "a broken spec flips to False and moves lastTransitionTime",
+        store(DUPLICATE_SPEC, generation=4, conditions=[validated("True")]),
+        validated("False", generation=4, when=NOW_TEXT),
+        True,
+    ),
+    (
+        "a new generation with the same verdict keeps lastTransitionTime",
+        store(VALID_SPEC, generation=9, conditions=[validated("True")]),
+        validated("True", generation=9),
+        True,
+    ),
+    (
+        "a different problem with the same status keeps lastTransitionTime",
+        store(None, conditions=[validated("False")]),
+        validated("False", message=NO_SOURCE_MESSAGE),
+        True,
+    ),
+    (
+        "a stale reason is rewritten",
+        store(VALID_SPEC, conditions=[validated("True", reason="Old")]),
+        validated("True"),
+        True,
+    ),
+    (
+        "an Unknown status left by someone else flips to our verdict",
+        store(VALID_SPEC, conditions=[{**validated("True"), "status": "Unknown"}]),
+        validated("True", when=NOW_TEXT),
+        True,
+    ),
+    (
+        "a condition without lastTransitionTime is repaired with now",
+        store(VALID_SPEC, conditions=[validated("True", lastTransitionTime=None)]),
+        validated("True", when=NOW_TEXT),
+        True,
+    ),
+    (
+        "an unparseable lastTransitionTime is repaired with now",
+        store(VALID_SPEC, conditions=[validated("True", lastTransitionTime="yesterday")]),
+        validated("True", when=NOW_TEXT),
+        True,
+    ),
+    (
+        "an object without generation gets a condition without observedGeneration",
+        store(VALID_SPEC, generation=None),
+        {k: v for k, v in validated("True", when=NOW_TEXT).items() if k != "observedGeneration"},
+        True,
+    ),
+    (
+        "a generation that is not an integer is left out",
+        store(VALID_SPEC, generation="7"),
+        {k: v for k, v in validated("True", when=NOW_TEXT).items() if k != "observedGeneration"},
+        True,
+    ),
+    (
+        "a boolean generation is not an integer",
+        store(VALID_SPEC, generation=True),
+        {k: v for k, v in validated("True", when=NOW_TEXT).items() if k != "observedGeneration"},
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("obj", "condition", "needed"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_plan_status_gives_the_condition_and_whether_to_write(
+    obj: dict[str, Any], condition: dict[str, Any], needed: bool
+) -> None:
+    plan = plan_status(obj, NOW)
+    assert plan.condition == condition
+    assert plan.needed is needed
+
+
+HOSTILE_STATUS: list[tuple[str, object]] = [
+    ("status is a string", "broken"),
+    ("status is a list", [1, 2]),
+    ("conditions is a string", {"conditions": "Validated"}),
+    ("conditions is a dict", {"conditions": {"type": "Validated"}}),
+    ("conditions holds non-objects", {"conditions": [None, 3, "Validated", []]}),
+    ("a condition has no type", {"conditions": [{"status": "True"}]}),
+    ("status is null", None),
+]
+
+
+@pytest.mark.parametrize(
+    "status", [c[1] for c in HOSTILE_STATUS], ids=[c[0] for c in HOSTILE_STATUS]
+)
+def test_a_malformed_status_reads_as_no_condition_and_gets_one(status: object) -> None:
+    obj = store(VALID_SPEC)
+    obj["status"] = status
+    assert current_condition(obj) is None
+    plan = plan_status(obj, NOW)
+    assert plan.needed
+    assert plan.condition == validated("True", when=NOW_TEXT)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "expected"),
+    [
+        ({"generation": 0}, 0),
+        ({"generation": 2**63 - 1}, 2**63 - 1),
+        ({"generation": 2**63}, None),
+        ({"generation": -1}, None),
+        ({"generation": 1.0}, None),
+        ({}, None),
+    ],
+    ids=[
+        "zero is a generation",
+        "the int64 maximum is a generation",
+        "beyond int64 is not",
+        "a negative number is not",
+        "a float is not",
+        "a missing generation is none",
+    ],
+)
+def test_observed_generation_is_a_usable_int64(metadata: dict, expected: int | None) -> None:
+    assert observed_generation({"metadata": metadata}) == expected
+
+
+def test_a_huge_invalid_object_gets_a_bounded_message_that_counts_the_rest() -> None:
+    names = [{"name": "same"} for _ in range(5000)]
+    plan = plan_status(store({"human": {"scores": names}}), NOW)
+    message = plan.condition["message"]
+    assert len(message) <= MAX_CONDITION_MESSAGE
+    assert message.startswith("spec.human.scores: Too many: 5000: must have at most 64 items; ")
+    assert message.endswith(" more problems")
+    assert plan.verdict.problem_count == 5000
+
+
+def test_a_long_single_problem_is_cut_to_the_limit() -> None:
+    spec = {"human": {"scores": [{"name": "x"}]}, "y" * 40000: 1}
+    message = plan_status(store(spec), NOW).condition["message"]
+    assert len(message) <= MAX_CONDITION_MESSAGE
+    assert message.startswith("spec.yyyy")
+
+
+def test_every_problem_is_named_in_the_message() -> None:
+    spec = {"mode": "Audit", "human": {"scores": [{"name": "a", "dataType": "STRING"}]}}
+    message = plan_status(store(spec), NOW).condition["message"]
+    assert message == (
+        'spec.mode: Unsupported value: "Audit": supported values: "Enforce", "Monitor"; '
+        'spec.human.scores[0].dataType: Unsupported value: "STRING": supported values: '
+        '"NUMERIC", "BOOLEAN", "CATEGORICAL"'
+    )
+
+
+def test_the_apply_body_carries_identity_and_only_our_condition() -> None:
+    obj = store(VALID_SPEC, conditions=[OTHER])
+    obj["metadata"]["resourceVersion"] = "12"
+    obj["metadata"]["labels"] = {"team": "a"}
+    condition = plan_status(obj, NOW).condition
+    assert apply_configuration(obj, condition) == {
+        "apiVersion": "agents.ctxmesh.ai/v1beta1",
+        "kind": "FeedbackStore",
+        "metadata": {"name": "support", "namespace": "agents"},
+        "status": {"conditions": [condition]},
+    }

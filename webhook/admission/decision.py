@@ -1,0 +1,134 @@
+"""The operation rules: which requests are judged by the verdict, and which pass anyway.
+
+Only a CREATE, or an UPDATE that changes `spec` of a live object, can be
+refused. Everything else is allowed on purpose: an object admitted before the
+webhook existed must still be relabelled, have its finalizers removed and be
+deleted (stuck finalizers are the classic outage of validating webhooks), and a
+webhook configuration that matches too much must not break other resources.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+from webhook.admission.decode import BadReviewError, BadReviewReason
+from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
+from webhook.admission.warnings import bounded, shorten
+from webhook.rules import Verdict, limits, validate_feedbackstore
+from webhook.rules.field_errors import quote
+from webhook.rules.report import more_problems
+
+CREATE: Final = "CREATE"
+UPDATE: Final = "UPDATE"
+DELETE: Final = "DELETE"
+CONNECT: Final = "CONNECT"
+OPERATIONS: Final = (CREATE, UPDATE, DELETE, CONNECT)
+
+# Problems repeated as warnings when an invalid spec is let through.
+_PROBLEMS_IN_WARNINGS: Final = 3
+_SHOWN_IDENTIFIER: Final = 48
+
+
+class Why(enum.StrEnum):
+    """The rule that decided; logged, and the reason an allowed request was not judged."""
+
+    VALID = "valid"
+    INVALID = "invalid"
+    UNCHANGED_SPEC = "unchanged_spec"
+    TERMINATING = "terminating"
+    NOT_JUDGED_OPERATION = "not_judged_operation"
+    UNKNOWN_OPERATION = "unknown_operation"
+    SUBRESOURCE = "subresource"
+    FOREIGN_RESOURCE = "foreign_resource"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Allowed or not, why, the verdict when one was computed, and the warnings to send."""
+
+    allowed: bool
+    why: Why
+    verdict: Verdict | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def decide(request: AdmissionRequest) -> Decision:
+    """Apply SPEC §3's operation rules to one admission request."""
+    resource = request.resource
+    if resource.group != limits.GROUP or resource.resource != limits.PLURAL:
+        return Decision(True, Why.FOREIGN_RESOURCE, warnings=(_foreign_warning(resource),))
+    if request.sub_resource:
+        return Decision(True, Why.SUBRESOURCE)
+    operation = request.operation
+    if operation in (DELETE, CONNECT):
+        return Decision(True, Why.NOT_JUDGED_OPERATION)
+    if operation not in (CREATE, UPDATE):
+        shown = quote(shorten(operation, _SHOWN_IDENTIFIER))
+        warning = f"operation {shown} is not checked by this webhook; allowed"
+        return Decision(True, Why.UNKNOWN_OPERATION, warnings=(warning,))
+    obj = request.object
+    if obj is None:
+        raise BadReviewError(
+            BadReviewReason.NO_OBJECT, f"request.object is required for {operation}"
+        )
+    verdict = validate_feedbackstore(obj)
+    if operation == UPDATE:
+        exemption = _update_exemption(obj, request.old_object)
+        if exemption is not None:
+            return Decision(True, exemption, verdict, _exemption_warnings(verdict, exemption))
+    field_warnings = bounded(str(w) for w in verdict.warnings) if verdict.warnings else ()
+    if verdict.valid:
+        return Decision(True, Why.VALID, verdict, field_warnings)
+    return Decision(False, Why.INVALID, verdict, field_warnings)
+
+
+def _update_exemption(new: object, old: object) -> Why | None:
+    """Why an UPDATE passes whatever its spec says, or None when it must be judged."""
+    if _deletion_requested(new) or _deletion_requested(old):
+        return Why.TERMINATING
+    if type(new) is dict and type(old) is dict:
+        try:
+            if new.get("spec") == old.get("spec"):
+                return Why.UNCHANGED_SPEC
+        except RecursionError:
+            # Two specs nested ~1000 levels deep cannot be compared; judge the new one.
+            return None
+    return None
+
+
+def _deletion_requested(obj: object) -> bool:
+    if type(obj) is not dict:
+        return False
+    metadata = obj.get("metadata")
+    return type(metadata) is dict and metadata.get("deletionTimestamp") is not None
+
+
+_EXEMPTION_REASONS: Final = {
+    Why.UNCHANGED_SPEC: "this update does not change spec",
+    Why.TERMINATING: "the object is being deleted",
+}
+
+
+def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
+    """Nothing for a valid spec; for an invalid one, say so and show its first problems."""
+    if verdict.valid:
+        return ()
+    count = verdict.problem_count
+    headline = (
+        f"allowed because {_EXEMPTION_REASONS[why]}, but spec is invalid "
+        f"({count} problem{'s' if count != 1 else ''}); fix it before changing spec"
+    )
+    shown = [str(p) for p in verdict.problems[:_PROBLEMS_IN_WARNINGS]]
+    if count > len(shown):
+        shown.append(more_problems(count - len(shown)))
+    return bounded([headline, *shown])
+
+
+def _foreign_warning(resource: GroupVersionResource) -> str:
+    target = shorten(f"{resource.group}/{resource.resource}", _SHOWN_IDENTIFIER)
+    return shorten(
+        f"{quote(target)} is not {limits.PLURAL}.{limits.GROUP}: allowed unchecked; "
+        "fix the webhook's rules"
+    )

@@ -1,0 +1,116 @@
+"""Request bytes to a typed AdmissionReview, or a BadReviewError saying what is wrong.
+
+A malformed review is a broken or hostile client, not a FeedbackStore to judge:
+it gets a 4xx with a message naming the first thing wrong, and a short reason
+for the bad-requests metric. Nothing here recurses over the input: orjson
+refuses documents nested deeper than 1024 levels, and the models leave the
+embedded objects untyped.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from webhook.admission.envelope import API_VERSIONS, REVIEW_KIND, AdmissionReview
+from webhook.rules.field_errors import format_value
+
+# Validation errors listed in one message; a hostile envelope can have thousands.
+_MAX_ERRORS_SHOWN = 3
+_MAX_KEY_SHOWN = 64
+
+
+class BadReviewReason(enum.StrEnum):
+    """Why a request body is not a usable AdmissionReview (the bad-requests metric label)."""
+
+    NOT_JSON = "not_json"
+    TOO_DEEP = "too_deep"
+    NOT_OBJECT = "not_object"
+    NOT_ADMISSION_REVIEW = "not_admission_review"
+    NO_REQUEST = "no_request"
+    NO_UID = "no_uid"
+    NO_OBJECT = "no_object"
+    WRONG_TYPE = "wrong_type"
+
+
+class BadReviewError(ValueError):
+    """The body cannot be answered with an AdmissionReview; `message` tells the client why."""
+
+    def __init__(self, reason: BadReviewReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def decode_review(body: bytes) -> AdmissionReview:
+    """Parse and type-check an AdmissionReview request body."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        if "depth limit" in str(error):
+            raise BadReviewError(
+                BadReviewReason.TOO_DEEP, f"request body is nested too deeply: {error}"
+            ) from None
+        raise BadReviewError(
+            BadReviewReason.NOT_JSON, f"request body is not JSON: {error}"
+        ) from None
+    return review_from_document(document)
+
+
+def review_from_document(document: Any) -> AdmissionReview:
+    """Type-check an already decoded AdmissionReview, naming the first thing wrong."""
+    if type(document) is not dict:
+        raise BadReviewError(
+            BadReviewReason.NOT_OBJECT,
+            "request body must be a JSON object (an AdmissionReview), "
+            f"got {format_value(document)}",
+        )
+    kind, api_version = document.get("kind"), document.get("apiVersion")
+    if kind != REVIEW_KIND or api_version not in API_VERSIONS:
+        raise BadReviewError(
+            BadReviewReason.NOT_ADMISSION_REVIEW,
+            f'expected kind "{REVIEW_KIND}" with apiVersion "{API_VERSIONS[0]}" or '
+            f'"{API_VERSIONS[1]}", got kind {_shown(kind)} and apiVersion {_shown(api_version)}',
+        )
+    request = document.get("request")
+    if request is None:
+        raise BadReviewError(BadReviewReason.NO_REQUEST, "AdmissionReview has no request")
+    if type(request) is not dict:
+        raise BadReviewError(
+            BadReviewReason.WRONG_TYPE,
+            f"request: must be an object, got {format_value(request)}",
+        )
+    if request.get("uid") in (None, ""):
+        raise BadReviewError(BadReviewReason.NO_UID, "AdmissionReview request has no uid")
+    try:
+        return AdmissionReview.model_validate(document)
+    except ValidationError as error:
+        raise BadReviewError(BadReviewReason.WRONG_TYPE, _describe(error)) from None
+
+
+def _shown(value: object) -> str:
+    return "(none)" if value is None else format_value(value)
+
+
+def _describe(error: ValidationError) -> str:
+    """`path: what was expected` for the first few errors, without echoing the input."""
+    details = error.errors(include_url=False, include_context=False, include_input=False)
+    parts = [f"{_location(d['loc'])}: {d['msg']}" for d in details[:_MAX_ERRORS_SHOWN]]
+    if len(details) > _MAX_ERRORS_SHOWN:
+        parts.append(f"and {len(details) - _MAX_ERRORS_SHOWN} more")
+    return "invalid AdmissionReview: " + "; ".join(parts)
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            # Map keys are client data: cut them so a 1 MiB key is not echoed back.
+            name = part if len(part) <= _MAX_KEY_SHOWN else part[:_MAX_KEY_SHOWN] + "..."
+            path += f".{name}" if path else name
+    return path or "(root)"

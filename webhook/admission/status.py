@@ -1,0 +1,48 @@
+"""A denial in the shape of kube-apiserver's own validation errors.
+
+kube-apiserver builds those with `apierrors.NewInvalid`: code 422, reason
+`Invalid`, the message `Kind.group "name" is invalid: <aggregate>` (one error
+alone, several as `[a, b]`) and one `details.causes[]` entry per field. With
+that shape kubectl prints `The FeedbackStore "name" is invalid:` followed by
+one `field: message` line per cause, exactly as for the API server's own
+errors; any other shape reads `admission webhook "..." denied the request`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from webhook.rules import Verdict, limits
+from webhook.rules.field_errors import quote
+from webhook.rules.report import fit_lines, more_problems
+
+INVALID_CODE: Final = 422
+INVALID_REASON: Final = "Invalid"
+QUALIFIED_KIND: Final = f"{limits.KIND}.{limits.GROUP}"
+
+# Characters of problem text in one denial; the rest are counted, not listed,
+# so a million-problem object still gets an answer of a few kilobytes.
+MESSAGE_BUDGET: Final = 4096
+_TAIL_RESERVE: Final = 40
+
+
+def invalid_status(name: str, verdict: Verdict) -> dict[str, Any]:
+    """metav1.Status for a refused object, bounded whatever the number of problems."""
+    lines = [str(p) for p in verdict.problems]
+    kept, dropped = fit_lines(lines, MESSAGE_BUDGET - _TAIL_RESERVE, separator=", ")
+    dropped += verdict.omitted
+    causes: list[dict[str, str]] = [
+        {"reason": p.type.value, "message": p.message, "field": p.field}
+        for p in verdict.problems[: len(kept)]
+    ]
+    if dropped:
+        kept.append(more_problems(dropped))
+        causes.append({"message": more_problems(dropped), "field": "spec"})
+    aggregate = kept[0] if len(kept) == 1 else f"[{', '.join(kept)}]"
+    return {
+        "status": "Failure",
+        "message": f"{QUALIFIED_KIND} {quote(name)} is invalid: {aggregate}",
+        "reason": INVALID_REASON,
+        "details": {"name": name, "group": limits.GROUP, "kind": limits.KIND, "causes": causes},
+        "code": INVALID_CODE,
+    }

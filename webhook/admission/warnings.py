@@ -1,0 +1,34 @@
+"""Warnings as kube-apiserver relays them: short, few, and without a prefix.
+
+kubectl prints each as `Warning: <text>`, so a text carrying its own prefix
+would read twice. kube-apiserver cuts items over 256 characters and ignores
+warnings once 4096 characters have been added from all sources, so the list is
+bounded here, keeping the first ones whole and counting the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from webhook.rules.report import fit_lines
+
+# Kubernetes' guidance for a warning's length; longer ones are cut with "...".
+MAX_WARNING_LENGTH: Final = 120
+# Leave room under kube-apiserver's 4096-character total for other admission plugins.
+MAX_WARNINGS_TOTAL: Final = 2048
+_TAIL_RESERVE: Final = 32
+
+
+def shorten(text: str, limit: int = MAX_WARNING_LENGTH) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def bounded(texts: Iterable[str]) -> tuple[str, ...]:
+    """Each warning at most MAX_WARNING_LENGTH long, all together at most MAX_WARNINGS_TOTAL."""
+    lines = [shorten(text) for text in texts]
+    if sum(map(len, lines)) <= MAX_WARNINGS_TOTAL:
+        return tuple(lines)
+    kept, dropped = fit_lines(lines, MAX_WARNINGS_TOTAL - _TAIL_RESERVE, separator="")
+    kept.append(f"and {dropped} more warning{'s' if dropped != 1 else ''}")
+    return tuple(kept)

@@ -1,0 +1,217 @@
+"""`feedbackstore-webhook serve`: the admission webhook over HTTPS.
+
+Only the standard library is imported at module load; aiohttp, cryptography
+and prometheus-client come in with `run`, so other subcommands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from typing import Any
+
+from webhook.server.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+
+DEV_CERTS_DIR = pathlib.Path("certs") / "dev"
+DEV_HOST = "127.0.0.1"
+
+# A CREATE the dev server refuses (one score name twice), to try it with curl.
+_EXAMPLE_REVIEW = {
+    "apiVersion": "admission.k8s.io/v1",
+    "kind": "AdmissionReview",
+    "request": {
+        "uid": "0f3c6a9e-1d2b-4c5d-8e7f-a1b2c3d4e5f6",
+        "kind": {"group": "agents.ctxmesh.ai", "version": "v1beta1", "kind": "FeedbackStore"},
+        "resource": {
+            "group": "agents.ctxmesh.ai",
+            "version": "v1beta1",
+            "resource": "feedbackstores",
+        },
+        "name": "support-feedback",
+        "namespace": "agents",
+        "operation": "CREATE",
+        "userInfo": {"username": "dev"},
+        "object": {
+            "apiVersion": "agents.ctxmesh.ai/v1beta1",
+            "kind": "FeedbackStore",
+            "metadata": {"name": "support-feedback", "namespace": "agents"},
+            "spec": {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}},
+        },
+    },
+}
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the validating admission webhook (HTTPS)",
+        description=(
+            "Serve POST /validate (AdmissionReview admission.k8s.io/v1 and v1beta1), "
+            "GET /healthz, /readyz and /metrics over TLS 1.2+. The certificate and key "
+            "are re-read when their files change. SIGTERM: not ready, finish in-flight "
+            "requests, exit 0."
+        ),
+    )
+    tls = parser.add_argument_group("TLS")
+    tls.add_argument(
+        "--tls-cert-file",
+        type=pathlib.Path,
+        metavar="PATH",
+        help="PEM serving certificate (leaf first, then any intermediates)",
+    )
+    tls.add_argument(
+        "--tls-private-key-file",
+        type=pathlib.Path,
+        metavar="PATH",
+        help="PEM private key of the serving certificate (unencrypted)",
+    )
+    tls.add_argument(
+        "--dev",
+        action="store_true",
+        help=f"make (or reuse) a throwaway CA and serving certificate in "
+        f"--dev-certs-dir, listen on {DEV_HOST} unless --host is given, "
+        f"and print a curl command to try it",
+    )
+    tls.add_argument(
+        "--dev-certs-dir",
+        type=pathlib.Path,
+        default=DEV_CERTS_DIR,
+        metavar="DIR",
+        help="where --dev keeps its certificates (default: %(default)s)",
+    )
+    net = parser.add_argument_group("listening")
+    net.add_argument("--host", default=None, help="address to listen on (default: all interfaces)")
+    net.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="TLS port (default: %(default)s; 0 picks a free one)",
+    )
+    net.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="server processes sharing the port via SO_REUSEPORT (default: 1)",
+    )
+    limits = parser.add_argument_group("limits")
+    limits.add_argument(
+        "--max-body-bytes",
+        type=_positive_int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        metavar="N",
+        help="larger request bodies get 413 (default: 7 MiB)",
+    )
+    limits.add_argument(
+        "--idle-timeout",
+        type=_positive_float,
+        default=120.0,
+        metavar="SECONDS",
+        help="close a connection with no complete request for this long (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--shutdown-delay",
+        type=_non_negative_float,
+        default=2.0,
+        metavar="SECONDS",
+        help="after SIGTERM, keep serving while not ready "
+        "for this long before closing the port (default: %(default)s)",
+    )
+    limits.add_argument(
+        "--shutdown-timeout",
+        type=_positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="then wait at most this long for requests in flight (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+        help="JSON log lines on stderr from this level (default: %(default)s)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from webhook.server.config import ServerConfig
+    from webhook.server.logs import configure
+    from webhook.server.run import run_server
+    from webhook.server.workers import supervise
+
+    try:
+        cert_file, key_file, host = _serving_files(args)
+    except ValueError as error:
+        print(f"feedbackstore-webhook serve: {error}", file=sys.stderr)
+        return 2
+    config = ServerConfig(
+        cert_file=cert_file,
+        key_file=key_file,
+        host=host,
+        port=args.port,
+        max_body_bytes=args.max_body_bytes,
+        workers=args.workers,
+        idle_timeout=args.idle_timeout,
+        shutdown_delay=args.shutdown_delay,
+        shutdown_timeout=args.shutdown_timeout,
+        log_level=args.log_level,
+    )
+    configure(config.log_level)
+
+    def on_serving(port: int) -> None:
+        if args.dev:
+            print(dev_hint(args.dev_certs_dir, host or DEV_HOST, port), flush=True)
+
+    if config.workers > 1:
+        return supervise(config, on_serving)
+    return run_server(config, on_serving)
+
+
+def _serving_files(args: argparse.Namespace) -> tuple[pathlib.Path, pathlib.Path, str | None]:
+    if args.dev:
+        if args.tls_cert_file or args.tls_private_key_file:
+            raise ValueError("--dev makes its own certificate; drop --tls-cert-file/--tls-...")
+        from webhook.certs import ensure_dev_certificates
+
+        files = ensure_dev_certificates(args.dev_certs_dir)
+        return files.cert, files.key, args.host or DEV_HOST
+    if not args.tls_cert_file or not args.tls_private_key_file:
+        raise ValueError(
+            "--tls-cert-file and --tls-private-key-file are required (or --dev for local use)"
+        )
+    return args.tls_cert_file, args.tls_private_key_file, args.host
+
+
+def dev_hint(certs_dir: pathlib.Path, host: str, port: int) -> str:
+    """How to call the dev server: a curl command posting a review it refuses."""
+    review = json.dumps(_EXAMPLE_REVIEW, separators=(",", ":"))
+    target = "localhost" if host in (DEV_HOST, "localhost", "0.0.0.0") else host  # noqa: S104
+    return (
+        f"Dev certificates: {certs_dir}/ (CA: {certs_dir / 'ca.crt'})\n"
+        f"Try it (a FeedbackStore declaring the score name 'thumbs' twice):\n"
+        f"  curl --cacert {certs_dir / 'ca.crt'} -H 'Content-Type: application/json' \\\n"
+        f"    https://{target}:{port}/validate --data '{review}'\n"
+    )
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value

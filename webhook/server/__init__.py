@@ -1,0 +1,6 @@
+"""The HTTPS admission server: aiohttp app, TLS and certificate reload, probes, metrics, workers.
+
+Import the submodules you need (`webhook.server.run`, `.app`, `.config`...):
+this package module stays empty so the CLI can read `config` without loading
+aiohttp.
+"""

@@ -1,0 +1,153 @@
+"""`POST /validate`: bytes in, an AdmissionReview out, through the pure admission core.
+
+The handler only enforces HTTP-level limits (method, media type, size, time),
+delegates the decision to `webhook.admission`, and records metrics and one log
+line per denial or error. Anything wrong with the client's input is a 4xx with
+a JSON Status naming the problem; the server never answers 5xx for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Final
+
+import orjson
+from aiohttp import web
+
+from webhook.admission import (
+    AdmissionRequest,
+    BadReviewError,
+    Decision,
+    Why,
+    decide,
+    decode_review,
+    review_answer,
+    subject_name,
+)
+from webhook.server.logs import logger
+from webhook.server.metrics import WebhookMetrics
+from webhook.server.refusal import refusal
+
+_log = logger("admission")
+JSON: Final = "application/json"
+# Allowed requests worth a log line: the webhook configuration or the object needs a look.
+_NOTEWORTHY: Final = frozenset({Why.FOREIGN_RESOURCE, Why.UNKNOWN_OPERATION})
+_EXEMPT: Final = frozenset({Why.UNCHANGED_SPEC, Why.TERMINATING})
+_LOGGED_WHEN_ALLOWED: Final = _NOTEWORTHY | _EXEMPT
+
+
+class AdmissionEndpoint:
+    """The /validate handler with its limits and metrics bound once, not looked up per request."""
+
+    def __init__(self, metrics: WebhookMetrics, max_body_bytes: int, body_timeout: float) -> None:
+        self._metrics = metrics
+        self._max_body_bytes = max_body_bytes
+        self._body_timeout = body_timeout
+
+    async def handle(self, request: web.Request) -> web.Response:
+        metrics = self._metrics
+        started = time.perf_counter()
+        metrics.in_flight.inc()
+        try:
+            return await self._answer(request)
+        finally:
+            metrics.in_flight.dec()
+            metrics.latency.observe(time.perf_counter() - started)
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        if request.method != "POST":
+            return self._refuse(request, 405, "method_not_allowed", "use POST", allow="POST")
+        if request.content_type != JSON:
+            return self._refuse(
+                request,
+                415,
+                "unsupported_media_type",
+                f"Content-Type must be {JSON}, got {request.content_type}",
+            )
+        length = request.content_length
+        if length is not None and length > self._max_body_bytes:
+            return self._too_large(request)
+        try:
+            body = await self._read(request)
+        except web.HTTPRequestEntityTooLarge:
+            return self._too_large(request)
+        except TimeoutError:
+            return self._refuse(
+                request,
+                408,
+                "body_timeout",
+                f"request body not received within {self._body_timeout:g} s",
+                close=True,
+            )
+        try:
+            review = decode_review(body)
+            decision = decide(review.request)
+        except BadReviewError as error:
+            return self._refuse(request, 400, error.reason.value, error.message)
+        self._metrics.count_request(review.request.operation, decision.allowed)
+        if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
+            _record(review.request, decision)
+        return web.Response(body=orjson.dumps(review_answer(review, decision)), content_type=JSON)
+
+    async def _read(self, request: web.Request) -> bytes:
+        if request.content.is_eof():
+            # The whole body is already buffered (the common case): no timer needed.
+            return await request.read()
+        async with asyncio.timeout(self._body_timeout):
+            return await request.read()
+
+    def _too_large(self, request: web.Request) -> web.Response:
+        return self._refuse(
+            request,
+            413,
+            "too_large",
+            f"request body exceeds the {self._max_body_bytes}-byte limit (--max-body-bytes)",
+            close=True,
+        )
+
+    def _refuse(
+        self,
+        request: web.Request,
+        status: int,
+        reason: str,
+        message: str,
+        *,
+        allow: str | None = None,
+        close: bool = False,
+    ) -> web.Response:
+        self._metrics.count_bad_request(reason)
+        _log.warning(
+            "bad request",
+            extra={"fields": {"status": status, "reason": reason, "error": message,
+                              "remote": request.remote}},
+        )  # fmt: skip
+        response = refusal(status, message, allow=allow)
+        if close:
+            # The rest of an oversized or stalled body is not worth reading.
+            response.force_close()
+        return response
+
+
+def _record(request: AdmissionRequest, decision: Decision) -> None:
+    """One log line: a denial, an invalid spec let through, or a misdirected request."""
+    verdict = decision.verdict
+    fields: dict[str, Any] = {
+        "uid": request.uid,
+        "operation": request.operation,
+        "resource": f"{request.resource.resource}.{request.resource.group}",
+        "namespace": request.namespace,
+        "name": subject_name(request),
+        "user": request.user_info.username,
+        "dry_run": bool(request.dry_run),
+        "why": decision.why.value,
+    }
+    if verdict is not None:
+        fields["problems"] = verdict.problem_count
+    if not decision.allowed:
+        _log.info("denied", extra={"fields": fields})
+    elif decision.why in _EXEMPT:
+        if verdict is not None and not verdict.valid:
+            _log.info("allowed despite an invalid spec", extra={"fields": fields})
+    elif decision.why in _NOTEWORTHY:
+        _log.warning("allowed without checking", extra={"fields": fields})

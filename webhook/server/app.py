@@ -1,0 +1,107 @@
+"""The aiohttp application: routes, typed state and the certificate watcher's lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from webhook.server.admission_endpoint import AdmissionEndpoint
+from webhook.server.certificate import ServingCertificate
+from webhook.server.config import ServerConfig
+from webhook.server.metrics import CONTENT_TYPE, WebhookMetrics
+from webhook.server.refusal import refusal
+from webhook.server.tls import LoadedPair
+
+
+@dataclass(slots=True)
+class Lifecycle:
+    """Where the server is between start and exit, for /readyz."""
+
+    accepting: bool = False
+    shutting_down: bool = False
+
+    @property
+    def ready(self) -> bool:
+        return self.accepting and not self.shutting_down
+
+
+CONFIG = web.AppKey("config", ServerConfig)
+METRICS = web.AppKey("metrics", WebhookMetrics)
+CERTIFICATE = web.AppKey("certificate", ServingCertificate)
+LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
+
+
+def build_app(config: ServerConfig) -> web.Application:
+    """The webhook application; loads the serving pair now (CertificateError if unusable)."""
+    metrics = WebhookMetrics()
+    certificate = ServingCertificate(
+        config.cert_file, config.key_file, on_reload=lambda pair: _reloaded(metrics, pair)
+    )
+    metrics.certificate_expiry.set(certificate.current.not_after.timestamp())
+    app = web.Application(client_max_size=config.max_body_bytes)
+    app[CONFIG] = config
+    app[METRICS] = metrics
+    app[CERTIFICATE] = certificate
+    app[LIFECYCLE] = Lifecycle()
+    app.cleanup_ctx.append(_watch_certificate)
+    endpoint = AdmissionEndpoint(metrics, config.max_body_bytes, config.body_timeout)
+    app.router.add_route("*", "/validate", endpoint.handle)
+    app.router.add_route("*", "/healthz", healthz)
+    app.router.add_route("*", "/readyz", readyz)
+    app.router.add_route("*", "/metrics", metrics_page)
+    app.router.add_route("*", "/{tail:.*}", not_found)
+    return app
+
+
+def _reloaded(metrics: WebhookMetrics, pair: LoadedPair | None) -> None:
+    metrics.count_reload(pair is not None)
+    if pair is not None:
+        metrics.certificate_expiry.set(pair.not_after.timestamp())
+
+
+async def _watch_certificate(app: web.Application) -> AsyncIterator[None]:
+    task = asyncio.create_task(app[CERTIFICATE].watch(app[CONFIG].cert_poll_interval))
+    yield
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """Alive: the event loop answers."""
+    if request.method not in ("GET", "HEAD"):
+        return _get_only(request)
+    return web.Response(text="ok\n")
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Ready: a certificate is loaded, the port accepts, and no shutdown has begun."""
+    if request.method not in ("GET", "HEAD"):
+        return _get_only(request)
+    lifecycle = request.app[LIFECYCLE]
+    if lifecycle.shutting_down:
+        return web.Response(status=503, text="shutting down\n")
+    if not lifecycle.ready:
+        return web.Response(status=503, text="not accepting connections yet\n")
+    return web.Response(text="ok\n")
+
+
+async def metrics_page(request: web.Request) -> web.Response:
+    if request.method not in ("GET", "HEAD"):
+        return _get_only(request)
+    body = request.app[METRICS].exposition()
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
+async def not_found(request: web.Request) -> web.Response:
+    request.app[METRICS].count_bad_request("not_found")
+    return refusal(404, f"no endpoint {request.path}; admission reviews go to POST /validate"[:200])
+
+
+def _get_only(request: web.Request) -> web.Response:
+    request.app[METRICS].count_bad_request("method_not_allowed")
+    return refusal(405, f"{request.path} answers GET only", allow="GET, HEAD")

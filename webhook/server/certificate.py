@@ -1,0 +1,103 @@
+"""The serving certificate, re-read when its files change on disk.
+
+cert-manager renewals and Secret volume updates replace the files (a mounted
+Secret swaps its `..data` symlink), so the files are polled by stat: a new
+inode, size or mtime of either file means a new pair. The pair is loaded into
+a fresh SSLContext and, only if that succeeds, made current; the listening
+context's SNI callback (which OpenSSL calls on every handshake, with or
+without SNI) hands each new handshake the current context. Connections already
+open keep the certificate they negotiated, so nothing in flight fails, and a
+bad pair (for instance a key that does not match) is refused with a log line
+while the previous pair keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+import ssl
+from collections.abc import Callable
+
+from webhook.server.logs import logger
+from webhook.server.tls import CertificateError, LoadedPair, load_pair
+
+_log = logger("certificate")
+
+# (device, inode, size, mtime) of the certificate and of the key, as stat follows symlinks.
+Signature = tuple[tuple[int, int, int, int], ...]
+
+
+class ServingCertificate:
+    """The pair served to new handshakes, swapped atomically when the files change."""
+
+    def __init__(
+        self,
+        cert_file: pathlib.Path,
+        key_file: pathlib.Path,
+        on_reload: Callable[[LoadedPair | None], None] = lambda _: None,
+    ) -> None:
+        """Load the pair now (raising CertificateError if it cannot be served).
+
+        `on_reload` is called after each later attempt: with the new pair, or
+        with None when a changed pair was refused, so metrics can follow.
+        """
+        self.cert_file = cert_file
+        self.key_file = key_file
+        self._on_reload = on_reload
+        self._signature = self._stat()
+        self._current = load_pair(cert_file, key_file)
+        self.listener = self._current.context
+        self.listener.sni_callback = self._select
+
+    @property
+    def current(self) -> LoadedPair:
+        return self._current
+
+    def refresh(self) -> bool:
+        """Load the pair again if either file changed since the last attempt; True if loaded."""
+        try:
+            signature = self._stat()
+        except CertificateError as error:
+            if self._signature:
+                _log.error("certificate files unreadable", extra={"fields": {"error": str(error)}})
+                self._signature = ()
+                self._on_reload(None)
+            return False
+        if signature == self._signature:
+            return False
+        self._signature = signature
+        try:
+            loaded = load_pair(self.cert_file, self.key_file)
+        except CertificateError as error:
+            _log.error(
+                "new certificate refused; still serving the previous one",
+                extra={"fields": {"error": str(error), "serving_until": self._current.not_after}},
+            )
+            self._on_reload(None)
+            return False
+        self._current = loaded
+        _log.info(
+            "certificate reloaded",
+            extra={"fields": {"cert_file": str(self.cert_file), "not_after": loaded.not_after}},
+        )
+        self._on_reload(loaded)
+        return True
+
+    async def watch(self, interval: float) -> None:
+        """Poll the files every `interval` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(interval)
+            self.refresh()
+
+    def _select(self, connection: ssl.SSLObject, server_name: str | None, _: object) -> None:
+        context = self._current.context
+        if connection.context is not context:
+            connection.context = context
+
+    def _stat(self) -> Signature:
+        try:
+            stats = (os.stat(self.cert_file), os.stat(self.key_file))
+        except OSError as error:
+            raise CertificateError(f"cannot stat certificate files: {error}") from None
+        return tuple((s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)

@@ -1,0 +1,37 @@
+"""Everything `serve` can be told, with the defaults a cluster deployment wants."""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+from typing import Final
+
+# An UPDATE carries two objects of up to 1.5 MiB each plus the envelope.
+DEFAULT_MAX_BODY_BYTES: Final = 7 * 1024 * 1024
+DEFAULT_PORT: Final = 8443
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    cert_file: pathlib.Path
+    key_file: pathlib.Path
+    host: str | None = None
+    port: int = DEFAULT_PORT
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    workers: int = 1
+    # A connection with no complete request for this long is closed: idle
+    # keep-alive and slowly dripped headers alike. Longer than the 90 s Go's
+    # HTTP client (kube-apiserver) keeps idle connections, so the client closes
+    # first and never sends a request on a connection the server is closing.
+    idle_timeout: float = 120.0
+    # A request body not received in full within this time is answered 408.
+    body_timeout: float = 10.0
+    # A client that does not finish its TLS handshake within this time is dropped.
+    handshake_timeout: float = 10.0
+    # After SIGTERM: keep serving (not ready) this long so endpoints and
+    # load balancers stop sending, then stop accepting.
+    shutdown_delay: float = 2.0
+    # Then wait at most this long for requests in flight before closing.
+    shutdown_timeout: float = 10.0
+    cert_poll_interval: float = 1.0
+    log_level: str = "info"

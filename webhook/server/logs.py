@@ -1,0 +1,51 @@
+"""Structured logs: one JSON object per line on stderr.
+
+Log collectors in a cluster parse JSON lines without configuration, and a
+denial is searchable by its admission uid. Callers pass their fields as
+`extra={"fields": {...}}`; objects themselves are never logged at info level
+(they can be megabytes, and may hold data the log reader must not see).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+from typing import Any, Final
+
+import orjson
+
+LOGGER_NAME: Final = "feedbackstore_webhook"
+
+
+def logger(component: str) -> logging.Logger:
+    return logging.getLogger(f"{LOGGER_NAME}.{component}")
+
+
+class JsonFormatter(logging.Formatter):
+    """`{"time", "level", "logger", "msg", ...fields}` per record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if fields:
+            entry.update(fields)
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return orjson.dumps(entry, default=str).decode()
+
+
+def configure(level: str) -> None:
+    """Route every logger (aiohttp's too) to stderr as JSON lines at `level`."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())

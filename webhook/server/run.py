@@ -1,0 +1,96 @@
+"""Run one server process from start to a graceful exit.
+
+On SIGTERM (the kubelet stopping the pod) the server turns not-ready at once,
+keeps accepting for `shutdown_delay` seconds so Service endpoints and
+kube-apiserver stop sending it new connections, then stops listening, lets
+requests in flight finish (at most `shutdown_timeout` seconds) and exits 0.
+SIGINT (Ctrl-C) skips the delay; a second signal skips it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+
+from aiohttp import web
+
+from webhook.server.app import CERTIFICATE, LIFECYCLE, build_app
+from webhook.server.config import ServerConfig
+from webhook.server.logs import logger
+from webhook.server.site import TLSSite
+from webhook.server.tls import CertificateError
+
+_log = logger("server")
+
+
+def run_server(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> int:
+    """Serve in this process until stopped; the exit code (1 when it cannot start)."""
+    try:
+        asyncio.run(serve(config, on_serving))
+    except CertificateError as error:
+        _log.error("cannot load the serving certificate", extra={"fields": {"error": str(error)}})
+        return 1
+    except OSError as error:
+        _log.error("cannot listen", extra={"fields": {"error": str(error), "port": config.port}})
+        return 1
+    return 0
+
+
+async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down gracefully."""
+    app = build_app(config)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        keepalive_timeout=config.idle_timeout,
+        shutdown_timeout=config.shutdown_timeout,
+    )
+    await runner.setup()
+    try:
+        site = TLSSite(
+            runner,
+            config.host,
+            config.port,
+            ssl_context=app[CERTIFICATE].listener,
+            handshake_timeout=config.handshake_timeout,
+            reuse_port=config.workers > 1,
+        )
+        await site.start()
+        lifecycle = app[LIFECYCLE]
+        lifecycle.accepting = True
+        _log.info(
+            "serving",
+            extra={"fields": {"address": site.name, "port": site.port,
+                              "not_after": app[CERTIFICATE].current.not_after}},
+        )  # fmt: skip
+        on_serving(site.port)
+        stop = _StopSignals()
+        first = await stop.next()
+        lifecycle.shutting_down = True
+        delay = config.shutdown_delay if first == signal.SIGTERM else 0.0
+        _log.info(
+            "shutting down",
+            extra={"fields": {"signal": first.name, "delay_seconds": delay,
+                              "timeout_seconds": config.shutdown_timeout}},
+        )  # fmt: skip
+        if delay:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.next(), delay)
+    finally:
+        await runner.cleanup()
+    _log.info("stopped")
+
+
+class _StopSignals:
+    """SIGTERM and SIGINT as awaitable events, in the order they arrive."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[signal.Signals] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._queue.put_nowait, sig)
+
+    async def next(self) -> signal.Signals:
+        return await self._queue.get()

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 
 from kubernetes.client import ApiClient
 
+from webhook import __version__
 from webhook.status.cache import Key, ObjectCache
 from webhook.status.events import EventRecorder
 from webhook.status.informer import Informer, InformerSettings
-from webhook.status.kubeapi import FeedbackStoreApi, LeaseApi
+from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi, LeaseApi
 from webhook.status.leader import ElectionSettings, LeaderElector, holder_identity
 from webhook.status.metrics import WriterMetrics
 from webhook.status.workqueue import WorkQueue
@@ -56,6 +57,8 @@ class StatusController:
     ) -> None:
         self.settings = settings
         self.metrics = metrics or WriterMetrics()
+        # Non-apply writes (Lease, Event) are attributed to the user agent's first word.
+        api_client.user_agent = f"{FIELD_MANAGER}/{__version__}"
         self.cache = ObjectCache()
         self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
         self.elector = LeaderElector(

@@ -106,6 +106,7 @@ class EventRecorder:
             self._api.create_namespaced_event(
                 metadata["namespace"],
                 CoreV1Event.model_validate(body),
+                field_manager=FIELD_MANAGER,
                 _request_timeout=REQUEST_TIMEOUT,
             )
         except Exception as error:  # best effort: counted and logged, never retried
@@ -114,7 +115,7 @@ class EventRecorder:
                 "event not recorded",
                 extra={
                     "namespace": metadata["namespace"],
-                    "name": metadata["name"],
+                    "object": metadata["name"],
                     "reason": change.reason,
                     "error": f"{type(error).__name__}: {error}"[:300],
                 },

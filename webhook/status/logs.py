@@ -1,8 +1,9 @@
 """Structured logs: one JSON object per line, fields passed with `extra=`.
 
-`log.info("condition written", extra={"namespace": ns, "name": name})` becomes
+`log.info("condition written", extra={"namespace": ns, "object": name})` becomes
 `{"time": ..., "level": "info", "logger": ..., "msg": "condition written",
-"namespace": ..., "name": ...}`. Whole objects are never logged at info level.
+"namespace": ..., "object": ...}`. Whole objects are never logged at info level.
+(`extra` keys may not shadow LogRecord attributes such as `name`.)
 """
 
 from __future__ import annotations

@@ -265,6 +265,13 @@ def _remove(obj: Any, path: FieldPath, resource: ResourceType) -> None:
             return
 
 
+def _is_item_key_field(path: FieldPath) -> bool:
+    """A key field of a list-map item goes only with its item (it names the item)."""
+    if len(path) < 2 or not path[-2].startswith("k:") or not path[-1].startswith("f:"):
+        return False
+    return path[-1][2:] in json.loads(path[-2][2:])
+
+
 def _scoped(obj: dict[str, Any], subresource: str, resource: ResourceType) -> dict[str, Any]:
     """The part of an applied configuration this endpoint may set (the rest is reset)."""
     if not resource.status_subresource:
@@ -301,10 +308,10 @@ def apply(
         live, {k: v for k, v in config.items() if k not in ("apiVersion", "kind")}, (), resource
     )
     others = set().union(*(p for k, p in ownership.entries.items() if k != key))
-    for path in sorted(
-        ownership.entries.get(key, set()) - config_flat.keys() - others, key=len, reverse=True
-    ):
-        _remove(merged, path, resource)
+    # Shortest first: an item goes as a whole before its own fields are looked up.
+    for path in sorted(ownership.entries.get(key, set()) - config_flat.keys() - others, key=len):
+        if not _is_item_key_field(path):
+            _remove(merged, path, resource)
     live_flat = flatten(live, resource)
     merged_flat = flatten(merged, resource)
     contested = changed_paths(live_flat, merged_flat) & config_flat.keys()

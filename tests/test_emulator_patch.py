@@ -14,9 +14,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.emulator import ApiServerEmulator
+from tests.emulator import ApiServerEmulator, fixtures
 from tests.emulator.raw import send
-from tests.emulator.fixtures import api_client, apiserver  # noqa: F401
 from tests.emulator.samples import (
     APPLY_PATCH,
     GROUP,
@@ -27,14 +26,17 @@ from tests.emulator.samples import (
     status_apply,
 )
 
+apiserver = fixtures.apiserver
+api_client = fixtures.api_client
+
 
 @pytest.fixture
-def api(api_client: client.ApiClient) -> client.CustomObjectsApi:  # noqa: F811
+def api(api_client: client.ApiClient) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api_client)
 
 
 @pytest.fixture
-def stored(apiserver: ApiServerEmulator) -> dict[str, Any]:  # noqa: F811
+def stored(apiserver: ApiServerEmulator) -> dict[str, Any]:
     return apiserver.create("ns", feedbackstore("fs"))
 
 
@@ -128,7 +130,8 @@ def test_forcing_the_apply_takes_the_condition_over(api: client.CustomObjectsApi
     assert _types(result) == [("Validated", "False")]
     old = next(e for e in result["metadata"]["managedFields"] if e["manager"] == "old-controller")
     taken = old["fieldsV1"]["f:status"]["f:conditions"]['k:{"type":"Validated"}']
-    assert "f:status" not in taken and "f:reason" not in taken
+    assert "f:status" not in taken
+    assert "f:reason" not in taken
     again = _apply_status(
         api, "feedbackstore-status-writer", [condition("Validated", "True", "SpecCoherent")]
     )
@@ -145,7 +148,7 @@ def test_applying_the_same_values_as_another_manager_is_shared_ownership_not_a_c
 
 
 def test_a_condition_seeded_by_test_setup_conflicts_like_one_left_by_kubectl(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     apiserver.create("ns", feedbackstore("fs", conditions=[condition("Validated", "True")]))
@@ -157,7 +160,7 @@ def test_a_condition_seeded_by_test_setup_conflicts_like_one_left_by_kubectl(
 
 @pytest.mark.usefixtures("stored")
 def test_an_apply_that_changes_nothing_writes_nothing(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     first = _apply_status(api, "writer", [condition("Validated")])
@@ -222,7 +225,7 @@ def test_force_on_a_merge_patch_is_invalid(api: client.CustomObjectsApi) -> None
 
 
 def test_apply_to_the_main_resource_creates_a_missing_object(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     """201 Created, which the v37 client's patch methods (typed for 200 only) return as None."""
@@ -246,7 +249,7 @@ def test_apply_to_the_main_resource_creates_a_missing_object(
 
 @pytest.mark.usefixtures("stored")
 def test_the_python_client_sends_a_merge_patch_by_default(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     api.patch_namespaced_custom_object_status(
@@ -316,7 +319,7 @@ def test_a_json_patch_applies_operations_in_order(api: client.CustomObjectsApi) 
     ],
 )
 def test_a_json_patch_that_cannot_apply_is_422_and_changes_nothing(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
     stored: dict[str, Any],
     operations: list[dict[str, Any]],
@@ -341,7 +344,7 @@ def test_a_json_patch_that_cannot_apply_is_422_and_changes_nothing(
 
 @pytest.mark.usefixtures("stored")
 def test_the_client_relabels_a_dict_json_patch_as_strategic_merge_which_a_crd_refuses_with_415(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     with pytest.raises(ApiException) as raised:
@@ -399,7 +402,7 @@ def test_an_explicit_strategic_merge_patch_on_a_custom_resource_is_415(
 )
 @pytest.mark.usefixtures("stored")
 def test_malformed_patch_bodies_are_400_and_the_server_keeps_serving(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
     content_type: str,
     body: bytes,

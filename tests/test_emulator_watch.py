@@ -17,11 +17,13 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.emulator import ApiServerEmulator
-from tests.emulator.fixtures import api_client, apiserver  # noqa: F401
+from tests.emulator import ApiServerEmulator, fixtures
 from tests.emulator.samples import GROUP, PLURAL, VERSION, feedbackstore
 
 Event = dict[str, Any]
+
+apiserver = fixtures.apiserver
+api_client = fixtures.api_client
 
 
 class Collector:
@@ -51,7 +53,7 @@ class Collector:
 
 
 @pytest.fixture
-def api(api_client: client.ApiClient) -> client.CustomObjectsApi:  # noqa: F811
+def api(api_client: client.ApiClient) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api_client)
 
 
@@ -63,7 +65,7 @@ def _watch_all(api: client.CustomObjectsApi, **kwargs: Any) -> Collector:
 
 
 def test_a_list_carries_the_list_kind_and_a_resource_version(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     apiserver.create("team-a", feedbackstore("one"))
@@ -77,7 +79,7 @@ def test_a_list_carries_the_list_kind_and_a_resource_version(
     assert [i["metadata"]["name"] for i in in_a["items"]] == ["one"]
 
 
-def test_resource_versions_are_one_global_increasing_counter(apiserver: ApiServerEmulator) -> None:  # noqa: F811
+def test_resource_versions_are_one_global_increasing_counter(apiserver: ApiServerEmulator) -> None:
     first = apiserver.create("ns", feedbackstore("a"))
     second = apiserver.create("other", feedbackstore("b"))
     third = apiserver.update("ns", "a", lambda o: o["spec"].update(mode="Monitor"))
@@ -87,7 +89,7 @@ def test_resource_versions_are_one_global_increasing_counter(apiserver: ApiServe
 
 
 def test_a_watch_from_the_list_resource_version_sees_every_later_change(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     apiserver.create("ns", feedbackstore("before"))
@@ -104,7 +106,7 @@ def test_a_watch_from_the_list_resource_version_sees_every_later_change(
 
 
 def test_a_watch_without_resource_version_starts_with_every_current_object(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     apiserver.create("ns", feedbackstore("a"))
@@ -117,7 +119,7 @@ def test_a_watch_without_resource_version_starts_with_every_current_object(
 
 
 def test_a_namespaced_watch_sees_only_its_namespace(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     start = str(apiserver.resource_version)
@@ -138,7 +140,7 @@ def test_a_namespaced_watch_sees_only_its_namespace(
 
 
 def test_bookmarks_arrive_periodically_and_carry_only_a_resource_version(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     apiserver.create("ns", feedbackstore("a"))
@@ -154,7 +156,7 @@ def test_bookmarks_arrive_periodically_and_carry_only_a_resource_version(
 
 
 def test_no_bookmarks_unless_the_client_allows_them(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     collector = _watch_all(api, resource_version=str(apiserver.resource_version), timeout_seconds=2)
@@ -164,7 +166,7 @@ def test_no_bookmarks_unless_the_client_allows_them(
 
 
 def test_timeout_seconds_ends_the_stream_cleanly(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     collector = _watch_all(api, resource_version=str(apiserver.resource_version), timeout_seconds=1)
@@ -175,7 +177,7 @@ def test_timeout_seconds_ends_the_stream_cleanly(
 
 
 def test_a_watch_from_a_compacted_resource_version_gets_410_expired(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     old = str(apiserver.create("ns", feedbackstore("a"))["metadata"]["resourceVersion"])
@@ -189,7 +191,7 @@ def test_a_watch_from_a_compacted_resource_version_gets_410_expired(
 
 
 def test_the_client_retries_a_410_once_from_its_last_resource_version_then_raises(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     """kubernetes.watch.Watch retries one 410 (when no timeout_seconds is given), then raises."""
@@ -207,7 +209,7 @@ def test_the_client_retries_a_410_once_from_its_last_resource_version_then_raise
 
 
 def test_an_exact_list_at_a_compacted_resource_version_is_410(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     old = apiserver.create("ns", feedbackstore("a"))["metadata"]["resourceVersion"]
@@ -222,7 +224,7 @@ def test_an_exact_list_at_a_compacted_resource_version_is_410(
 
 
 def test_an_exact_list_before_compaction_shows_the_past(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     then = apiserver.create("ns", feedbackstore("a"))["metadata"]["resourceVersion"]
@@ -262,7 +264,7 @@ def test_list_options_are_validated_like_apiserver(
 
 
 def test_a_list_from_the_future_is_a_504_with_retry_after(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     with pytest.raises(ApiException) as raised:
@@ -275,7 +277,7 @@ def test_a_list_from_the_future_is_a_504_with_retry_after(
 
 
 def test_pagination_returns_a_consistent_snapshot_across_pages(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     for index in range(5):
@@ -294,7 +296,7 @@ def test_pagination_returns_a_consistent_snapshot_across_pages(
 
 
 def test_a_continue_token_from_before_compaction_is_410(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     for index in range(3):
@@ -310,7 +312,7 @@ def test_a_continue_token_from_before_compaction_is_410(
 
 
 def test_send_initial_events_ends_with_an_annotated_bookmark(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
 ) -> None:
     """Streaming lists (KEP-3157); the Python client has no parameter for it, so raw HTTP."""
     apiserver.create("ns", feedbackstore("a"))
@@ -332,7 +334,7 @@ def test_send_initial_events_ends_with_an_annotated_bookmark(
     "clean", [False, True], ids=["a reset connection", "a cleanly ended stream"]
 )
 def test_drop_watches_ends_every_open_watch(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
     clean: bool,
 ) -> None:
@@ -350,7 +352,7 @@ def test_drop_watches_ends_every_open_watch(
 
 
 def test_restart_drops_watches_and_keeps_every_object(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     created = apiserver.create("ns", feedbackstore("kept"))
@@ -367,7 +369,7 @@ def test_restart_drops_watches_and_keeps_every_object(
 
 
 def test_a_watch_resumed_after_restart_from_its_last_resource_version_misses_nothing(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     start = str(apiserver.resource_version)

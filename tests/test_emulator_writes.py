@@ -15,13 +15,15 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.emulator import ApiServerEmulator
-from tests.emulator.fixtures import api_client, apiserver  # noqa: F401
+from tests.emulator import ApiServerEmulator, fixtures
 from tests.emulator.samples import GROUP, PLURAL, VERSION, condition, feedbackstore
+
+apiserver = fixtures.apiserver
+api_client = fixtures.api_client
 
 
 @pytest.fixture
-def api(api_client: client.ApiClient) -> client.CustomObjectsApi:  # noqa: F811
+def api(api_client: client.ApiClient) -> client.CustomObjectsApi:
     return client.CustomObjectsApi(api_client)
 
 
@@ -42,13 +44,14 @@ def test_create_fills_in_system_metadata_and_drops_status(api: client.CustomObje
     meta = created["metadata"]
     assert meta["generation"] == 1
     assert meta["namespace"] == "ns"
-    assert meta["uid"] and meta["creationTimestamp"].endswith("Z")
+    assert meta["uid"]
+    assert meta["creationTimestamp"].endswith("Z")
     assert int(meta["resourceVersion"]) > 0
     assert "status" not in created
     assert created["kind"] == "FeedbackStore"
 
 
-def test_test_setup_create_keeps_status_for_seeding(apiserver: ApiServerEmulator) -> None:  # noqa: F811
+def test_test_setup_create_keeps_status_for_seeding(apiserver: ApiServerEmulator) -> None:
     seeded = apiserver.create("ns", feedbackstore("seeded", conditions=[condition("Validated")]))
     assert seeded["status"]["conditions"][0]["type"] == "Validated"
     assert seeded["metadata"]["managedFields"][0]["manager"] == "emulator-setup"
@@ -100,7 +103,7 @@ def test_main_resource_writes_ignore_status(api: client.CustomObjectsApi) -> Non
 
 
 def test_a_write_that_changes_nothing_keeps_the_resource_version(
-    apiserver: ApiServerEmulator,  # noqa: F811
+    apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
     created = _create(api, "fs")
@@ -217,7 +220,7 @@ def test_missing_objects_are_404_not_found(api: client.CustomObjectsApi, call: A
 
 def test_delete_answers_the_deleted_object(
     api: client.CustomObjectsApi, apiserver: ApiServerEmulator
-) -> None:  # noqa: F811
+) -> None:
     _create(api, "fs")
     deleted = api.delete_namespaced_custom_object(GROUP, VERSION, "ns", PLURAL, "fs")
     assert deleted["metadata"]["name"] == "fs"
@@ -241,7 +244,7 @@ def test_delete_with_a_stale_precondition_is_409(api: client.CustomObjectsApi) -
 
 def test_finalizers_hold_deletion_until_removed(
     api: client.CustomObjectsApi, apiserver: ApiServerEmulator
-) -> None:  # noqa: F811
+) -> None:
     body = feedbackstore("fs")
     body["metadata"]["finalizers"] = ["ctxmesh.ai/hold"]
     api.create_namespaced_custom_object(GROUP, VERSION, "ns", PLURAL, body)

@@ -479,11 +479,12 @@ def build_app(
     app = web.Application(middlewares=[record, inject_faults], client_max_size=8 * 1024 * 1024)
     app[STORE], app[HUB], app[FAULTS], app[LOG], app[SETTINGS] = store, hub, faults, log, settings
     r = app.router
-    r.add_get("/version", version)
-    r.add_get("/api", core_versions)
-    r.add_get("/apis", group_list)
-    r.add_get("/api/{version}", resource_list)
-    r.add_get("/apis/{group}/{version}", resource_list)
+    for slash in ("", "/"):  # the client asks for "/version/", "/apis/", "/apis/G/V/"
+        r.add_get("/version" + slash, version)
+        r.add_get("/api" + slash, core_versions)
+        r.add_get("/apis" + slash, group_list)
+        r.add_get("/api/{version}" + slash, resource_list)
+        r.add_get("/apis/{group}/{version}" + slash, resource_list)
     for prefix in ("/api/{version}", "/apis/{group}/{version}"):
         r.add_get(prefix + "/{plural}", collection)
         r.add_route("*", prefix + "/namespaces/{namespace}/{plural}", collection)

@@ -73,5 +73,14 @@ class WriterMetrics:
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
         )
 
+        # Every label value exists from the start, so a rate() over a counter that has
+        # never moved reads 0 rather than "no data".
+        for reason in ("closed", "gone", "error"):
+            self.watch_restarts.labels(reason)
+        for outcome in ("up_to_date", "written", "gone", "standby", "retry"):
+            self.reconciles.labels(outcome)
+        for result in ("ok", "not_found", "conflict", "error"):
+            self.writes.labels(result)
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -218,12 +218,19 @@ def test_missing_objects_are_404_not_found(api: client.CustomObjectsApi, call: A
     assert status["message"] == 'feedbackstores.agents.ctxmesh.ai "ghost" not found'
 
 
-def test_delete_answers_the_deleted_object(
+def test_delete_answers_a_success_status_naming_the_object(
     api: client.CustomObjectsApi, apiserver: ApiServerEmulator
 ) -> None:
-    _create(api, "fs")
+    """genericregistry.Store.finalizeDelete: CRDs do not set ReturnDeletedObject."""
+    created = _create(api, "fs")
     deleted = api.delete_namespaced_custom_object(GROUP, VERSION, "ns", PLURAL, "fs")
-    assert deleted["metadata"]["name"] == "fs"
+    assert deleted == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": "fs", "group": GROUP, "kind": PLURAL, "uid": created["metadata"]["uid"]},
+    }
     assert apiserver.get("ns", "fs") is None
 
 

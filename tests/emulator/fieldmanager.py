@@ -16,13 +16,13 @@ absent, and there is no per-version conversion of field sets (every resource has
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tests.emulator.errors import ApiError, status_body
+from tests.emulator.jsonvalue import clone
 from tests.emulator.resources import ResourceType
 
 FieldPath = tuple[str, ...]  # FieldsV1 segments: "f:name", "k:{json key}", "v:json value"
@@ -206,7 +206,7 @@ def _merge(live: Any, applied: Any, spath: SchemaPath, resource: ResourceType) -
             merged[name] = (
                 _merge(live[name], value, (*spath, name), resource)
                 if name in live
-                else copy.deepcopy(value)
+                else clone(value)
             )
         return merged
     if isinstance(live, list) and isinstance(applied, list):
@@ -220,11 +220,11 @@ def _merge(live: Any, applied: Any, spath: SchemaPath, resource: ResourceType) -
                     result[index[segment]] = _merge(result[index[segment]], item, spath, resource)
                 else:
                     index[segment] = len(result)
-                    result.append(copy.deepcopy(item))
+                    result.append(clone(item))
             return result
         if spath in resource.list_sets:
-            return list(live) + [copy.deepcopy(i) for i in applied if i not in live]
-    return copy.deepcopy(applied)
+            return list(live) + [clone(i) for i in applied if i not in live]
+    return clone(applied)
 
 
 def _remove(obj: Any, path: FieldPath, resource: ResourceType) -> None:

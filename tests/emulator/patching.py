@@ -21,13 +21,13 @@ JSON Patch, but a dict body is silently re-labelled ``application/strategic-merg
 
 from __future__ import annotations
 
-import copy
-import json
 from typing import Any
 
 import yaml
 
 from tests.emulator.errors import ApiError, bad_request, rejected_patch
+from tests.emulator.jsonvalue import clone, decode_yaml
+from tests.emulator.jsonvalue import decode_json as _decode_json
 
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -44,7 +44,7 @@ def media_type(header: str | None) -> str:
 
 def decode_json(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        return _decode_json(body)
     except (ValueError, RecursionError) as error:
         raise bad_request(f"error decoding patch: {error}") from error
 
@@ -52,8 +52,8 @@ def decode_json(body: bytes) -> Any:
 def decode_apply(body: bytes) -> dict[str, Any]:
     """An apply configuration is YAML (JSON is YAML); it must be one object."""
     try:
-        parsed = yaml.safe_load(body)
-    except (yaml.YAMLError, RecursionError) as error:
+        parsed = decode_yaml(body)
+    except (yaml.YAMLError, ValueError, RecursionError) as error:
         raise bad_request(f"error decoding YAML: {error}") from error
     if not isinstance(parsed, dict):
         raise bad_request(
@@ -65,7 +65,7 @@ def decode_apply(body: bytes) -> dict[str, Any]:
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 section 2, literally."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for name, value in patch.items():
         if value is None:
@@ -126,12 +126,12 @@ def _get(doc: Any, path: str, op: str) -> Any:
 def _add(doc: Any, path: str, value: Any) -> Any:
     tokens = _pointer(path)
     if not tokens:
-        return copy.deepcopy(value)
+        return clone(value)
     parent, last = _parent(doc, tokens, path, "add")
     if isinstance(parent, dict):
-        parent[last] = copy.deepcopy(value)
+        parent[last] = clone(value)
     elif isinstance(parent, list):
-        parent.insert(_index(parent, last, path, allow_end=True), copy.deepcopy(value))
+        parent.insert(_index(parent, last, path, allow_end=True), clone(value))
     else:
         raise rejected_patch(
             f'add operation does not apply: doc is missing path: "{path}": missing value'
@@ -154,12 +154,12 @@ def _remove(doc: Any, path: str) -> tuple[Any, Any]:
 def _replace(doc: Any, path: str, value: Any) -> Any:
     tokens = _pointer(path)
     if not tokens:
-        return copy.deepcopy(value)
+        return clone(value)
     parent, last = _parent(doc, tokens, path, "replace")
     if isinstance(parent, dict) and last in parent:
-        parent[last] = copy.deepcopy(value)
+        parent[last] = clone(value)
     elif isinstance(parent, list):
-        parent[_index(parent, last, path, allow_end=False)] = copy.deepcopy(value)
+        parent[_index(parent, last, path, allow_end=False)] = clone(value)
     else:
         raise rejected_patch(
             f"replace operation does not apply: doc is missing key: {path}: missing value"
@@ -171,7 +171,7 @@ def json_patch(target: dict[str, Any], operations: Any) -> Any:
     """RFC 6902, all six operations; errors read like evanphx/json-patch's."""
     if not isinstance(operations, list):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    doc: Any = copy.deepcopy(target)
+    doc: Any = clone(target)
     for operation in operations:
         if not isinstance(operation, dict) or not isinstance(operation.get("op"), str):
             raise bad_request("Unexpected kind: missing op")

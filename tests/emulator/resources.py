@@ -23,7 +23,7 @@ class ResourceType:
     singular: str
     # A CustomResourceDefinition (not a built-in): strategic merge patch is refused with 415,
     # PUT needs metadata.resourceVersion (customResourceStrategy.AllowUnconditionalUpdate is
-    # false), DELETE answers the deleted object.
+    # false).
     custom: bool = False
     # "status" subresource: main-resource writes keep the old status, /status writes keep
     # everything but status ("Custom Resources: Status subresource").

@@ -14,17 +14,18 @@ simulated, ``fieldValidation`` is ignored, selectors are ignored.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+import yaml
 from aiohttp import web
 
 from tests.emulator import errors, patching, resources, watch
 from tests.emulator.faults import Faults
+from tests.emulator.jsonvalue import clone, decode_json, decode_yaml
 from tests.emulator.resources import ResourceType
 from tests.emulator.store import ALL, MAIN, STATUS, Store
 
@@ -144,11 +145,19 @@ def _refuse_dry_run(request: web.Request) -> None:
         raise errors.bad_request("dryRun is not supported by the API-server emulator")
 
 
+_BODY_TYPES = ["application/json", "application/yaml"]
+
+
 async def _json_body(request: web.Request) -> Any:
+    """A create/update/delete body: JSON, or YAML; no Content-Type means JSON, as in
+    ``NegotiateInputSerializer`` (the Python client sends none on create and replace)."""
     raw = await request.read()
+    media = patching.media_type(request.headers.get("Content-Type"))
+    if media not in ("", *_BODY_TYPES):
+        raise errors.unsupported_media_type(media, _BODY_TYPES)
     try:
-        return json.loads(raw)
-    except (ValueError, RecursionError) as error:
+        return decode_yaml(raw) if media == "application/yaml" else decode_json(raw)
+    except (ValueError, RecursionError, yaml.YAMLError) as error:
         raise errors.bad_request(
             f"the body of the request could not be decoded as JSON: {error}"
         ) from error
@@ -294,7 +303,7 @@ async def item(request: web.Request) -> web.StreamResponse:
             resource,
             namespace,
             name,
-            lambda _current: copy.deepcopy(body),
+            lambda _current: clone(body),
             _manager(request),
             scope,
             require_resource_version=resource.custom,
@@ -367,8 +376,8 @@ async def _delete(
     )
     if not gone:
         return json_response(obj, 202)
-    if resource.custom:
-        return json_response(obj)
+    # genericregistry.Store.finalizeDelete: without ReturnDeletedObject (custom resources,
+    # Leases and Events alike) the answer is a Success Status naming the deleted object.
     success: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",

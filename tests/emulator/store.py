@@ -21,12 +21,11 @@ Kubernetes imitated:
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import secrets
 import threading
 import uuid
-from collections import deque
+from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from typing import Any
 
 from tests.emulator import errors, fieldmanager, validation
 from tests.emulator.fieldmanager import Ownership
+from tests.emulator.jsonvalue import clone
 from tests.emulator.resources import ResourceType
 
 Obj = dict[str, Any]
@@ -107,7 +107,8 @@ class Store:
         self._rv = first_resource_version
         self._compacted = first_resource_version
         self._objects: dict[str, dict[Key, Entry]] = {}
-        self._history: deque[Change] = deque()
+        self._history: list[Change] = []  # ascending rv; _rvs mirrors it for bisection
+        self._rvs: list[int] = []
         self._history_limit = history_limit
         self._listeners: list[Callable[[], None]] = []
 
@@ -131,13 +132,14 @@ class Store:
         """etcd compaction at the current revision: every older resourceVersion is now 410."""
         with self._lock:
             self._history.clear()
+            self._rvs.clear()
             self._compacted = self._rv
             return self._rv
 
     def find(self, resource: ResourceType, namespace: str, name: str) -> Obj | None:
         with self._lock:
             entry = self._table(resource).get((namespace, name))
-            return copy.deepcopy(entry.obj) if entry else None
+            return clone(entry.obj) if entry else None
 
     def get(self, resource: ResourceType, namespace: str, name: str) -> Obj:
         found = self.find(resource, namespace, name)
@@ -148,7 +150,7 @@ class Store:
     def all(self, resource: ResourceType, namespace: str | None = None) -> list[Obj]:
         with self._lock:
             return [
-                copy.deepcopy(e.obj)
+                clone(e.obj)
                 for k, e in sorted(self._table(resource).items())
                 if namespace is None or k[0] == namespace
             ]
@@ -230,12 +232,11 @@ class Store:
         with self._lock:
             if after < self._compacted:
                 raise ResourceVersionTooOldError(after, self._compacted)
+            start = bisect_right(self._rvs, after)
             changes = [
                 c
-                for c in self._history
-                if c.rv > after
-                and c.resource is resource
-                and (namespace is None or c.namespace == namespace)
+                for c in self._history[start:]
+                if c.resource is resource and (namespace is None or c.namespace == namespace)
             ]
             return changes, self._rv
 
@@ -259,7 +260,7 @@ class Store:
     ) -> Obj:
         """POST: the object is new; status is dropped unless ``scope`` is ALL (test setup)."""
         with self._lock:
-            obj = copy.deepcopy(body)
+            obj = clone(body)
             meta = obj.setdefault("metadata", {})
             if not isinstance(meta, dict):
                 raise errors.bad_request("metadata must be an object")
@@ -313,7 +314,7 @@ class Store:
         """
         with self._lock:
             entry = self._entry(resource, namespace, name)
-            proposed = compute(copy.deepcopy(entry.obj))
+            proposed = compute(clone(entry.obj))
             new = self._prepare_update(
                 resource, entry.obj, proposed, scope, require_resource_version
             )
@@ -421,8 +422,8 @@ class Store:
                 )
             if meta.get("finalizers"):
                 if meta.get("deletionTimestamp"):
-                    return copy.deepcopy(entry.obj), False
-                new = copy.deepcopy(entry.obj)
+                    return clone(entry.obj), False
+                new = clone(entry.obj)
                 new["metadata"]["deletionTimestamp"] = now_rfc3339()
                 new["metadata"]["deletionGracePeriodSeconds"] = 0
                 if resource.tracks_generation:
@@ -468,7 +469,7 @@ class Store:
         if sent_rv and sent_rv != old_meta["resourceVersion"]:
             raise errors.conflict(resource, name, errors.OBJECT_MODIFIED)
         if resource.status_subresource and scope == STATUS:
-            new = copy.deepcopy(old)
+            new = clone(old)
             if "status" in proposed:
                 new["status"] = proposed["status"]
             else:
@@ -477,12 +478,12 @@ class Store:
         new = proposed
         if resource.status_subresource and scope == MAIN:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
             else:
                 new.pop("status", None)
         for system in _SYSTEM_META:
             if system in old_meta:
-                meta[system] = copy.deepcopy(old_meta[system])
+                meta[system] = clone(old_meta[system])
             else:
                 meta.pop(system, None)
         meta["name"], meta["namespace"] = name, old_meta["namespace"]
@@ -513,7 +514,7 @@ class Store:
             return self._remove(resource, key, entry, new)
         unchanged = _without_managed(new) == _without_managed(entry.obj)
         if unchanged and ownership.entries == entry.ownership.entries:
-            return copy.deepcopy(entry.obj)
+            return clone(entry.obj)
         return self._commit(resource, key, entry, new, ownership, "MODIFIED")
 
     def _commit(
@@ -538,20 +539,25 @@ class Store:
                 self._rv, resource, key[0], key[1], change_type, obj, entry.obj if entry else None
             )
         )
-        return copy.deepcopy(obj)
+        return clone(obj)
 
     def _remove(self, resource: ResourceType, key: Key, entry: Entry, last: Obj) -> Obj:
         self._rv += 1
-        gone = copy.deepcopy(last)
+        gone = clone(last)
         gone["metadata"]["resourceVersion"] = str(self._rv)
         del self._table(resource)[key]
         self._record(Change(self._rv, resource, key[0], key[1], "DELETED", gone, entry.obj))
-        return copy.deepcopy(gone)
+        return clone(gone)
 
     def _record(self, change: Change) -> None:
         self._history.append(change)
-        while len(self._history) > self._history_limit:
-            self._compacted = self._history.popleft().rv
+        self._rvs.append(change.rv)
+        excess = len(self._history) - self._history_limit
+        if excess > 0 and (excess >= 1024 or excess * 8 >= self._history_limit):
+            # Trimmed in batches (slicing a list is O(n)); every change kept is exact.
+            self._compacted = self._rvs[excess - 1]
+            del self._history[:excess]
+            del self._rvs[:excess]
         for listener in self._listeners:
             listener()
 

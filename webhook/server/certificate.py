@@ -99,5 +99,5 @@ class ServingCertificate:
         try:
             stats = (os.stat(self.cert_file), os.stat(self.key_file))
         except OSError as error:
-            raise CertificateError(f"cannot stat certificate files: {error}") from None
+            raise CertificateError(f"cannot read certificate files: {error}") from None
         return tuple((s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)

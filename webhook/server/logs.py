@@ -33,6 +33,7 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
+            "pid": record.process,
         }
         fields = getattr(record, "fields", None)
         if fields:

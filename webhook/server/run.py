@@ -13,16 +13,18 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from aiohttp import web
 
-from webhook.server.app import CERTIFICATE, LIFECYCLE, build_app
+from webhook.server.app import CERTIFICATE, LIFECYCLE, Lifecycle, build_app
 from webhook.server.config import ServerConfig
 from webhook.server.logs import logger
 from webhook.server.site import TLSSite
 from webhook.server.tls import CertificateError
 
 _log = logger("server")
+_LINGERING_SECONDS = 2.0
 
 
 def run_server(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> int:
@@ -40,47 +42,80 @@ def run_server(config: ServerConfig, on_serving: Callable[[int], None] = lambda 
 
 async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully."""
-    app = build_app(config)
-    runner = web.AppRunner(
-        app,
-        access_log=None,
-        keepalive_timeout=config.idle_timeout,
-        shutdown_timeout=config.shutdown_timeout,
-    )
-    await runner.setup()
+    stop = _StopSignals()
+    running = await start(config)
     try:
-        site = TLSSite(
-            runner,
-            config.host,
-            config.port,
-            ssl_context=app[CERTIFICATE].listener,
-            handshake_timeout=config.handshake_timeout,
-            reuse_port=config.workers > 1,
-        )
-        await site.start()
-        lifecycle = app[LIFECYCLE]
-        lifecycle.accepting = True
-        _log.info(
-            "serving",
-            extra={"fields": {"address": site.name, "port": site.port,
-                              "not_after": app[CERTIFICATE].current.not_after}},
-        )  # fmt: skip
-        on_serving(site.port)
-        stop = _StopSignals()
+        on_serving(running.port)
         first = await stop.next()
-        lifecycle.shutting_down = True
         delay = config.shutdown_delay if first == signal.SIGTERM else 0.0
         _log.info(
             "shutting down",
             extra={"fields": {"signal": first.name, "delay_seconds": delay,
                               "timeout_seconds": config.shutdown_timeout}},
         )  # fmt: skip
+        running.lifecycle.shutting_down = True
         if delay:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.next(), delay)
     finally:
+        await running.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class RunningServer:
+    """A started server: its app (for state), runner and listening site."""
+
+    app: web.Application
+    runner: web.AppRunner
+    site: TLSSite
+
+    @property
+    def port(self) -> int:
+        return self.site.port
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        return self.app[LIFECYCLE]
+
+    async def stop(self) -> None:
+        """Stop listening, let requests in flight finish (bounded), close everything."""
+        self.lifecycle.shutting_down = True
+        await self.runner.cleanup()
+        _log.info("stopped")
+
+
+async def start(config: ServerConfig) -> RunningServer:
+    """Load the certificate, listen, and mark the server ready."""
+    app = build_app(config)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        keepalive_timeout=config.idle_timeout,
+        shutdown_timeout=config.shutdown_timeout,
+        # After a 408/413 the unread rest of the body is drained this long, then dropped.
+        lingering_time=_LINGERING_SECONDS,
+    )
+    await runner.setup()
+    site = TLSSite(
+        runner,
+        config.host,
+        config.port,
+        ssl_context=app[CERTIFICATE].listener,
+        handshake_timeout=config.handshake_timeout,
+        reuse_port=config.workers > 1,
+    )
+    try:
+        await site.start()
+    except BaseException:
         await runner.cleanup()
-    _log.info("stopped")
+        raise
+    app[LIFECYCLE].accepting = True
+    _log.info(
+        "serving",
+        extra={"fields": {"address": site.name, "port": site.port,
+                          "not_after": app[CERTIFICATE].current.not_after}},
+    )  # fmt: skip
+    return RunningServer(app, runner, site)
 
 
 class _StopSignals:

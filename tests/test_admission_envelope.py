@@ -1,0 +1,183 @@
+"""Reading an AdmissionReview: every field kube-apiserver sends parses; anything else is a
+BadReviewError naming what is wrong, never an unexpected exception."""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.admission_support.reviews import V1, V1BETA1, create, valid_spec
+from webhook.admission import BadReviewError, BadReviewReason, decode_review
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "shared/fixtures/k8s-api-testdata"
+UPSTREAM = {
+    V1: "admission.k8s.io.v1.AdmissionReview.json",
+    V1BETA1: "admission.k8s.io.v1beta1.AdmissionReview.json",
+}
+
+
+def upstream_fixture(api_version: str) -> bytes:
+    path = FIXTURES / UPSTREAM[api_version]
+    if not path.exists():
+        # CI lays shared/ beside the clone; a developer's tree has it at /work/shared.
+        path = pathlib.Path("/work/shared/fixtures/k8s-api-testdata") / UPSTREAM[api_version]
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("api_version", [V1, V1BETA1], ids=["v1", "v1beta1"])
+def test_the_upstream_round_trip_fixture_parses_with_every_field(api_version: str) -> None:
+    review = decode_review(upstream_fixture(api_version))
+    request = review.request
+    assert review.api_version == api_version
+    assert request.uid == "uidValue"
+    assert (request.kind.group, request.kind.version, request.kind.kind) == (
+        "groupValue", "versionValue", "kindValue",
+    )  # fmt: skip
+    assert request.resource.resource == "resourceValue"
+    assert request.sub_resource == "subResourceValue"
+    assert request.request_kind is not None
+    assert request.request_kind.kind == "kindValue"
+    assert request.request_resource is not None
+    assert request.request_resource.resource == "resourceValue"
+    assert request.request_sub_resource == "requestSubResourceValue"
+    assert (request.name, request.namespace) == ("nameValue", "namespaceValue")
+    assert request.operation == "operationValue"
+    assert request.user_info.username == "usernameValue"
+    assert request.user_info.groups == ["groupsValue"]
+    assert request.user_info.extra == {"extraKey": ["extraValue"]}
+    assert request.object["kind"] == "CustomType"
+    assert request.old_object["spec"] == {"replicas": 1}
+    assert request.dry_run is True
+    assert request.options["status"] == {"available": 1}
+    assert review.response is not None
+    assert review.response.patch == "BA=="
+    assert review.response.status is not None
+    assert review.response.status.code == 6
+    details = review.response.status.details
+    assert details is not None
+    assert details.causes is not None
+    assert details.causes[0].field == "fieldValue"
+
+
+def test_a_full_kube_apiserver_request_parses_with_null_old_object() -> None:
+    sent = create(valid_spec())
+    review = decode_review(orjson.dumps(sent))
+    assert review.request.old_object is None
+    assert review.request.object == sent["request"]["object"]
+    assert review.request.user_info.extra == sent["request"]["userInfo"]["extra"]
+
+
+def test_fields_a_newer_api_server_adds_are_ignored() -> None:
+    sent = create(valid_spec())
+    sent["request"]["someFutureField"] = {"x": 1}
+    sent["somethingElse"] = True
+    assert decode_review(orjson.dumps(sent)).request.uid == sent["request"]["uid"]
+
+
+def _with(path: tuple[str, ...], value: Any) -> bytes:
+    sent = create(valid_spec())
+    target = sent
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return orjson.dumps(sent)
+
+
+def _without(*path: str) -> bytes:
+    sent = create(valid_spec())
+    target = sent
+    for key in path[:-1]:
+        target = target[key]
+    del target[path[-1]]
+    return orjson.dumps(sent)
+
+
+HOSTILE = [
+    pytest.param(b"", BadReviewReason.NOT_JSON, "not JSON", id="an empty body is not JSON"),
+    pytest.param(b"{nope", BadReviewReason.NOT_JSON, "not JSON", id="broken JSON is not JSON"),
+    pytest.param(b"\xff\xfe{}", BadReviewReason.NOT_JSON, "not JSON", id="bad UTF-8 is not JSON"),
+    pytest.param(b'{"a":1} {"b":2}', BadReviewReason.NOT_JSON, "not JSON",
+                 id="two documents are not one JSON value"),
+    pytest.param(b"[" * 300_000 + b"]" * 300_000, BadReviewReason.TOO_DEEP, "nested too deeply",
+                 id="three hundred thousand nested arrays are too deep"),
+    pytest.param(b'{"a":' * 200_000 + b"1" + b"}" * 200_000, BadReviewReason.TOO_DEEP,
+                 "nested too deeply", id="two hundred thousand nested objects are too deep"),
+    pytest.param(b"[]", BadReviewReason.NOT_OBJECT, "got array", id="an array is not an object"),
+    pytest.param(b'"AdmissionReview"', BadReviewReason.NOT_OBJECT, "got \"AdmissionReview\"",
+                 id="a string is not an object"),
+    pytest.param(b"null", BadReviewReason.NOT_OBJECT, "got null", id="null is not an object"),
+    pytest.param(b"{}", BadReviewReason.NOT_ADMISSION_REVIEW, "got kind (none)",
+                 id="an empty object is not an AdmissionReview"),
+    pytest.param(_with(("kind",), "Pod"), BadReviewReason.NOT_ADMISSION_REVIEW, 'kind "Pod"',
+                 id="another kind is not an AdmissionReview"),
+    pytest.param(_with(("apiVersion",), "admission.k8s.io/v2"),
+                 BadReviewReason.NOT_ADMISSION_REVIEW, '"admission.k8s.io/v2"',
+                 id="an unknown apiVersion is refused"),
+    pytest.param(_with(("apiVersion",), 1), BadReviewReason.NOT_ADMISSION_REVIEW,
+                 "apiVersion 1", id="a numeric apiVersion is refused"),
+    pytest.param(_without("request"), BadReviewReason.NO_REQUEST, "no request",
+                 id="a review without request is refused"),
+    pytest.param(_with(("request",), None), BadReviewReason.NO_REQUEST, "no request",
+                 id="a null request is refused"),
+    pytest.param(_with(("request",), [1, 2]), BadReviewReason.WRONG_TYPE,
+                 "request: must be an object", id="a request that is a list is refused"),
+    pytest.param(_without("request", "uid"), BadReviewReason.NO_UID, "no uid",
+                 id="a request without uid is refused"),
+    pytest.param(_with(("request", "uid"), ""), BadReviewReason.NO_UID, "no uid",
+                 id="an empty uid is refused"),
+    pytest.param(_with(("request", "uid"), 12345), BadReviewReason.WRONG_TYPE,
+                 "request.uid: Input should be a valid string", id="a numeric uid is refused"),
+    pytest.param(_with(("request", "operation"), ["CREATE"]), BadReviewReason.WRONG_TYPE,
+                 "request.operation", id="an operation that is a list is refused"),
+    pytest.param(_with(("request", "resource"), "feedbackstores"), BadReviewReason.WRONG_TYPE,
+                 "request.resource", id="a resource that is a string is refused"),
+    pytest.param(_with(("request", "userInfo", "groups"), "admins"), BadReviewReason.WRONG_TYPE,
+                 "request.userInfo.groups", id="groups that are a string are refused"),
+    pytest.param(_with(("request", "userInfo", "extra"), {"k": [1]}), BadReviewReason.WRONG_TYPE,
+                 "request.userInfo.extra.k[0]", id="extra values that are numbers are refused"),
+    pytest.param(_with(("request", "dryRun"), "yes"), BadReviewReason.WRONG_TYPE,
+                 "request.dryRun", id="a dryRun that is a string is refused"),
+    pytest.param(_with(("response",), {"allowed": "maybe"}), BadReviewReason.WRONG_TYPE,
+                 "response", id="a malformed response inside the request is refused"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("body", "reason", "fragment"), HOSTILE)
+def test_a_hostile_body_is_a_bad_review_with_a_clear_message(
+    body: bytes, reason: BadReviewReason, fragment: str
+) -> None:
+    with pytest.raises(BadReviewError) as caught:
+        decode_review(body)
+    assert caught.value.reason is reason
+    assert fragment in caught.value.message
+    assert len(caught.value.message) < 600
+
+
+def test_a_type_error_message_never_echoes_a_huge_key_or_value() -> None:
+    body = _with(("request", "userInfo", "extra"), {"k" * 1_000_000: "v" * 1_000_000})
+    with pytest.raises(BadReviewError) as caught:
+        decode_review(body)
+    assert caught.value.reason is BadReviewReason.WRONG_TYPE
+    assert len(caught.value.message) < 600
+
+
+def test_many_type_errors_are_summarised() -> None:
+    body = _with(("request", "userInfo", "groups"), list(range(10_000)))
+    with pytest.raises(BadReviewError) as caught:
+        decode_review(body)
+    assert "and 9997 more" in caught.value.message
+
+
+def nested_spec_body(levels: int) -> bytes:
+    """A full review whose spec.human is `levels` objects deep (built as text: orjson
+    refuses to serialise past 255 levels)."""
+    body = orjson.dumps(create({"human": "DEEP"}))
+    return body.replace(b'"DEEP"', b'{"a":' * levels + b"1" + b"}" * levels)
+
+
+def test_an_object_nested_just_under_the_json_limit_still_parses() -> None:
+    review = decode_review(nested_spec_body(1000))
+    assert review.request.object["spec"]["human"]["a"]["a"] is not None

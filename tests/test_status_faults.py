@@ -6,6 +6,7 @@ objects keep changing, then checks that no object is left stale.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -256,3 +257,34 @@ def test_chaos_of_every_kind_still_leaves_no_object_stale(apiserver: ApiServerEm
         converged(apiserver, timeout=30)
     for name in names:
         assert validated(apiserver.get(NS, name)) is not None
+
+
+ALLOWED = [
+    # (method, path pattern): exactly the RBAC the README documents.
+    ("GET", r"^/apis/agents\.ctxmesh\.ai/v1beta1/feedbackstores$"),  # list, watch
+    ("PATCH", r"^/apis/agents\.ctxmesh\.ai/v1beta1/namespaces/[^/]+/feedbackstores/[^/]+/status$"),
+    ("GET", rf"^/apis/coordination\.k8s\.io/v1/namespaces/{NS}/leases/[^/]+$"),
+    ("POST", rf"^/apis/coordination\.k8s\.io/v1/namespaces/{NS}/leases$"),
+    ("PUT", rf"^/apis/coordination\.k8s\.io/v1/namespaces/{NS}/leases/[^/]+$"),
+    ("POST", r"^/api/v1/namespaces/[^/]+/events$"),
+]
+
+
+def test_every_request_stays_within_the_documented_rbac(apiserver: ApiServerEmulator) -> None:
+    names = seed(apiserver)
+    apiserver.faults.conflict_next_status_write(n=2)
+    apiserver.faults.fail_next(1, 500, method="PATCH")
+    with running_writer(apiserver):
+        converged(apiserver)
+        for name in names:
+            flip(apiserver, name)
+        apiserver.faults.drop_watches()
+        converged(apiserver)
+    seen = {(r.method, r.path) for r in apiserver.requests}
+    outside = [
+        (method, path)
+        for method, path in seen
+        if not any(m == method and re.match(p, path) for m, p in ALLOWED)
+    ]
+    assert outside == []
+    assert {m for m, _ in seen} == {"GET", "PATCH", "POST", "PUT"}

@@ -67,7 +67,11 @@ def _read_json(response: object) -> Any:
 
 
 class FeedbackStoreApi:
-    """List, watch, read and apply `status` of FeedbackStores, in one namespace or all."""
+    """List, watch and apply `status` of FeedbackStores, in one namespace or all.
+
+    No GET: the watch keeps the writer's view current, so its RBAC needs only
+    list and watch on `feedbackstores` and patch on `feedbackstores/status`.
+    """
 
     def __init__(self, api_client: ApiClient, namespace: str | None = None) -> None:
         self._api = CustomObjectsApi(api_client)
@@ -98,25 +102,6 @@ class FeedbackStoreApi:
             timeout_seconds=timeout_seconds,
             _request_timeout=(REQUEST_TIMEOUT[0], read_timeout),
         )
-
-    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The object as stored now, or None when it is gone."""
-        try:
-            found = self._api.get_namespaced_custom_object(
-                limits.GROUP,
-                limits.VERSION,
-                namespace,
-                limits.PLURAL,
-                name,
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-        except ApiException as error:
-            if error.status == http.HTTPStatus.NOT_FOUND:
-                return None
-            raise
-        result: dict[str, Any] = _read_json(found)
-        return result
 
     def apply_status(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply on the `status` subresource as our field manager, forced.

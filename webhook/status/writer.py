@@ -4,8 +4,8 @@ The writer applies only that one condition with server-side apply on the
 `status` subresource, so conditions other controllers own stay exactly as they
 are. Failures map to what Kubernetes means by them:
 - 404: the object was deleted meanwhile; nothing to do (the watch will say so);
-- 409: someone changed the object under us; read it again and retry at once,
-  a few times, then fall back to the key's backoff;
+- 409: someone changed the object under us; retry the key after a short
+  backoff, planning from the newer object the watch has brought meanwhile;
 - 429 and 5xx, refused or cut connections: retry the key after its own capped,
   jittered backoff (at least the server's `Retry-After`).
 """
@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from webhook.status.cache import Key, ObjectCache, resource_version
 from webhook.status.condition import StatusPlan, apply_configuration, plan_status
@@ -29,9 +29,6 @@ from webhook.status.timestamps import utc_now
 from webhook.status.workqueue import WorkQueue
 
 log = logging.getLogger("webhook.status.writer")
-
-# Immediate re-reads after a 409 before the key goes back to its backoff.
-CONFLICT_ATTEMPTS: Final = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,36 +83,34 @@ class StatusWriter:
         if not self._is_leader():
             return Outcome("standby")
         obj = self._cache.get(key)
-        for _ in range(CONFLICT_ATTEMPTS):
-            if obj is None:
-                return Outcome("gone")
-            plan = plan_status(obj, utc_now())
-            self._track_validity(key, plan.verdict.valid)
-            if not plan.needed:
-                return Outcome("up_to_date")
-            if not self._is_leader():
-                return Outcome("standby")
-            try:
-                written = self._write(key, obj, plan)
-            except Exception as error:  # classified below
-                code = status_code(error)
-                if code == http.HTTPStatus.NOT_FOUND:
-                    self._metrics.writes.labels("not_found").inc()
-                    return Outcome("gone")
-                if code != http.HTTPStatus.CONFLICT:
-                    self._metrics.writes.labels("error").inc()
-                    return self._failed(key, "status write failed", error)
-                self._metrics.writes.labels("conflict").inc()
-                self._metrics.conflicts.inc()
-                log.info("conflict writing status; reading the object again", extra=_where(key))
-                try:
-                    obj = self._api.get(*key)
-                except Exception as read_error:
-                    return self._failed(key, "re-reading after a conflict failed", read_error)
-                continue
-            self._after_write(key, obj, plan, written)
-            return Outcome("written")
-        return Outcome("retry", 0.0)
+        if obj is None:
+            return Outcome("gone")
+        plan = plan_status(obj, utc_now())
+        self._track_validity(key, plan.verdict.valid)
+        if not plan.needed:
+            return Outcome("up_to_date")
+        try:
+            written = self._write(key, obj, plan)
+        except Exception as error:  # classified below
+            return self._classify(key, error)
+        self._after_write(key, obj, plan, written)
+        return Outcome("written")
+
+    def _classify(self, key: Key, error: Exception) -> Outcome:
+        code = status_code(error)
+        if code == http.HTTPStatus.NOT_FOUND:
+            self._metrics.writes.labels("not_found").inc()
+            return Outcome("gone")
+        if code == http.HTTPStatus.CONFLICT:
+            # Someone changed the object first; the watch brings that version into the
+            # cache, and the retry (short backoff, growing if it keeps happening) plans
+            # from it. No GET: the writer needs no read access beyond list and watch.
+            self._metrics.writes.labels("conflict").inc()
+            self._metrics.conflicts.inc()
+            log.info("conflict writing status; retrying from the watched object", extra=_where(key))
+            return Outcome("retry", 0.0)
+        self._metrics.writes.labels("error").inc()
+        return self._failed(key, "status write failed", error)
 
     def _write(self, key: Key, obj: dict[str, Any], plan: StatusPlan) -> dict[str, Any]:
         started = time.perf_counter()

@@ -378,3 +378,22 @@ def test_a_watch_resumed_after_restart_from_its_last_resource_version_misses_not
     collector = _watch_all(api, resource_version=start)
     apiserver.eventually(lambda: collector.events)
     assert collector.names("ADDED") == ["during"]
+
+
+def test_history_beyond_its_limit_is_compacted_away() -> None:
+    """A bounded history, like the watch cache: a start older than what is kept is 410."""
+    with ApiServerEmulator(history_limit=5) as small:
+        first = small.create("ns", feedbackstore("fs"))["metadata"]["resourceVersion"]
+        for index in range(20):
+            small.update("ns", "fs", lambda o, i=index: o["spec"].update(mode=f"m{i}"))
+        assert small.store.compacted > int(first)
+        api = client.CustomObjectsApi(small.api_client())
+        collector = _watch_all(api, resource_version=first)
+        assert collector.finished.wait(20)
+        assert isinstance(collector.error, ApiException)
+        assert collector.error.status == 410
+        recent = str(small.store.compacted)
+        later = _watch_all(api, resource_version=recent, timeout_seconds=1)
+        assert later.finished.wait(20)
+        assert later.error is None
+        assert later.types() == ["MODIFIED"] * (small.resource_version - small.store.compacted)

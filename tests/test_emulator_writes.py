@@ -16,6 +16,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.emulator import ApiServerEmulator, fixtures
+from tests.emulator.raw import send
 from tests.emulator.samples import GROUP, PLURAL, VERSION, condition, feedbackstore
 
 apiserver = fixtures.apiserver
@@ -229,7 +230,12 @@ def test_delete_answers_a_success_status_naming_the_object(
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": {"name": "fs", "group": GROUP, "kind": PLURAL, "uid": created["metadata"]["uid"]},
+        "details": {
+            "name": "fs",
+            "group": GROUP,
+            "kind": PLURAL,
+            "uid": created["metadata"]["uid"],
+        },
     }
     assert apiserver.get("ns", "fs") is None
 
@@ -310,3 +316,44 @@ def test_malformed_creates_are_refused(
         api.create_namespaced_custom_object(GROUP, VERSION, "ns", PLURAL, body)
     assert _status(raised.value)["reason"] == reason
     assert raised.value.status == (422 if reason == "Invalid" else 400)
+
+
+def test_a_body_over_three_mebibytes_is_413(apiserver: ApiServerEmulator) -> None:
+    body = feedbackstore("huge")
+    body["spec"]["padding"] = "x" * (3 * 1024 * 1024)
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/ns/{PLURAL}"
+    status, answer, _ = send(
+        apiserver.url, "POST", path, json.dumps(body).encode(), "application/json"
+    )
+    assert (status, answer["reason"]) == (413, "RequestEntityTooLarge")
+    assert apiserver.objects() == []
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "status"),
+    [
+        ("text/plain", b"hello", 415),
+        ("application/json", b"{not json", 400),
+        ("application/json", b"[" * 5000 + b"]" * 5000, 400),
+        ("application/json", b'"a string"', 400),
+        (
+            "application/yaml",
+            b"kind: FeedbackStore\napiVersion: agents.ctxmesh.ai/v1beta1\nmetadata: {name: y}\n",
+            201,
+        ),
+    ],
+    ids=[
+        "a body that is not JSON or YAML is 415",
+        "malformed JSON is 400",
+        "JSON nested beyond the decoder's depth is 400",
+        "a JSON string instead of an object is 400",
+        "a YAML body is accepted as the real server does",
+    ],
+)
+def test_create_bodies_are_decoded_like_apiserver(
+    apiserver: ApiServerEmulator, content_type: str, body: bytes, status: int
+) -> None:
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/ns/{PLURAL}"
+    answer_status, answer, _ = send(apiserver.url, "POST", path, body, content_type)
+    assert answer_status == status
+    assert answer["kind"] == ("FeedbackStore" if status == 201 else "Status")

@@ -156,6 +156,12 @@ def too_many_requests(retry_after: int) -> ApiError:
     )
 
 
+def request_too_large(limit: int) -> ApiError:
+    return ApiError(
+        status_body(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+    )
+
+
 def internal(message: str) -> ApiError:
     details = {"causes": [{"message": message}]}
     body = status_body(500, "InternalError", f"Internal error occurred: {message}", details)

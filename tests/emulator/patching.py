@@ -75,7 +75,13 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def _pointer(path: Any) -> list[str]:
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise bad_request(f"json patch: {name} must be a string, not {value!r}")
+    return value
+
+
+def _pointer(path: str) -> list[str]:
     if not isinstance(path, str) or (path and not path.startswith("/")):
         raise bad_request(f"invalid JSON pointer: {path!r}")
     if path == "":
@@ -175,7 +181,7 @@ def json_patch(target: dict[str, Any], operations: Any) -> Any:
     for operation in operations:
         if not isinstance(operation, dict) or not isinstance(operation.get("op"), str):
             raise bad_request("Unexpected kind: missing op")
-        op, path = operation["op"], operation.get("path")
+        op, path = operation["op"], _text(operation.get("path"), "path")
         if op in ("add", "replace", "test") and "value" not in operation:
             raise rejected_patch(f"{op} operation does not apply: missing value")
         if op == "add":
@@ -185,10 +191,10 @@ def json_patch(target: dict[str, Any], operations: Any) -> Any:
         elif op == "replace":
             doc = _replace(doc, path, operation["value"])
         elif op == "move":
-            doc, value = _remove(doc, operation.get("from"))
+            doc, value = _remove(doc, _text(operation.get("from"), "from"))
             doc = _add(doc, path, value)
         elif op == "copy":
-            doc = _add(doc, path, _get(doc, operation.get("from"), "copy"))
+            doc = _add(doc, path, _get(doc, _text(operation.get("from"), "from"), "copy"))
         elif op == "test":
             if _get(doc, path, "test") != operation["value"]:
                 raise rejected_patch(f"testing value {path} failed: test failed")

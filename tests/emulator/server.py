@@ -76,6 +76,7 @@ class Settings:
     retry_after: int = 1
 
 
+MAX_BODY_BYTES = 3 * 1024 * 1024
 STORE = web.AppKey("store", Store)
 HUB = web.AppKey("hub", watch.WatchHub)
 FAULTS = web.AppKey("faults", Faults)
@@ -93,7 +94,14 @@ def json_response(
 
 @web.middleware
 async def record(request: web.Request, handler: Handler) -> web.StreamResponse:
-    body = await request.read() if request.can_read_body else b""
+    try:
+        body = await request.read() if request.can_read_body else b""
+    except web.HTTPRequestEntityTooLarge:
+        # apiserver's MaxRequestBodyBytes (3 MiB): 413 before anything is decoded.
+        request.app[LOG].add(
+            RecordedRequest(request.method, request.path, dict(request.query), None, 413)
+        )
+        return json_response(errors.request_too_large(MAX_BODY_BYTES).status, 413)
     entry = RecordedRequest(
         request.method,
         request.path,
@@ -253,7 +261,7 @@ async def collection(request: web.Request) -> web.StreamResponse:
             settings.bookmark_interval,
         )
     resource_version, match, limit = _list_options(query)
-    page = request.app[STORE].list(
+    page = request.app[STORE].list_page(
         resource, namespace, resource_version, match, limit, query.get("continue")
     )
     meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
@@ -485,7 +493,7 @@ async def not_found(request: web.Request) -> web.Response:
 def build_app(
     store: Store, hub: watch.WatchHub, faults: Faults, log: RequestLog, settings: Settings
 ) -> web.Application:
-    app = web.Application(middlewares=[record, inject_faults], client_max_size=8 * 1024 * 1024)
+    app = web.Application(middlewares=[record, inject_faults], client_max_size=MAX_BODY_BYTES)
     app[STORE], app[HUB], app[FAULTS], app[LOG], app[SETTINGS] = store, hub, faults, log, settings
     r = app.router
     for slash in ("", "/"):  # the client asks for "/version/", "/apis/", "/apis/G/V/"

@@ -156,7 +156,7 @@ class Store:
             ]
 
     # -- list ----------------------------------------------------------------------------
-    def list(
+    def list_page(
         self,
         resource: ResourceType,
         namespace: str | None,
@@ -338,7 +338,8 @@ class Store:
     ) -> Obj:
         """Server-side apply (PATCH application/apply-patch+yaml); creates on the main resource."""
         with self._lock:
-            meta = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+            found = config.get("metadata")
+            meta: Obj = found if isinstance(found, dict) else {}
             if meta.get("name") not in (None, name):
                 raise errors.bad_request(
                     "the name of the object ("

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -250,3 +251,21 @@ def test_the_subcommand_is_listed_in_help() -> None:
         [SCRIPT, "--help"], capture_output=True, text=True, timeout=60, check=True
     )
     assert "status-writer" in result.stdout
+
+
+def test_a_metrics_port_already_taken_exits_2(tmp_path: Path, apiserver: ApiServerEmulator) -> None:
+    kubeconfig = apiserver.write_kubeconfig(tmp_path / "kubeconfig")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli(
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-host",
+            "127.0.0.1",
+            "--metrics-port",
+            str(port),
+        )
+    assert result.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in result.stderr

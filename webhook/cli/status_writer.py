@@ -144,13 +144,20 @@ def _serve(args: argparse.Namespace, api_client: Any) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    health = HealthServer(
-        args.metrics_host,
-        args.metrics_port,
-        controller.alive,
-        controller.ready,
-        controller.metrics.render,
-    )
+    try:
+        health = HealthServer(
+            args.metrics_host,
+            args.metrics_port,
+            controller.alive,
+            controller.ready,
+            controller.metrics.render,
+        )
+    except OSError as error:
+        print(
+            f"status-writer: cannot listen on {args.metrics_host}:{args.metrics_port}: {error}",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG
     health.start()
     log.info("health endpoint listening", extra={"port": health.port})
     controller.start()

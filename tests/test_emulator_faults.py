@@ -253,7 +253,7 @@ def test_an_open_watch_is_logged_without_a_status_until_it_ends(
     assert open_watch.status is None
     apiserver.faults.drop_watches(clean=True)
     thread.join(20)
-    assert open_watch.status == 200
+    apiserver.eventually(lambda: open_watch.status == 200)
 
 
 def test_restart_refuses_connections_during_downtime_then_serves_the_same_store(

@@ -414,3 +414,65 @@ def test_malformed_patch_bodies_are_400_and_the_server_keeps_serving(
         api.get_namespaced_custom_object(GROUP, VERSION, "ns", PLURAL, "fs")["metadata"]["name"]
         == "fs"
     )
+
+
+@pytest.mark.usefixtures("stored")
+def test_an_apply_carrying_a_stale_resource_version_is_409(
+    api: client.CustomObjectsApi, stored: dict[str, Any]
+) -> None:
+    """A resourceVersion in an apply configuration is a precondition, as for any write."""
+    api.patch_namespaced_custom_object(
+        GROUP, VERSION, "ns", PLURAL, "fs", {"spec": {"mode": "Monitor"}}
+    )
+    config = status_apply([condition("Validated")])
+    config["metadata"] = {"resourceVersion": stored["metadata"]["resourceVersion"]}
+    with pytest.raises(ApiException) as raised:
+        api.patch_namespaced_custom_object_status(
+            GROUP, VERSION, "ns", PLURAL, "fs", config, field_manager="w", _content_type=APPLY_PATCH
+        )
+    assert (raised.value.status, _status(raised.value)["reason"]) == (409, "Conflict")
+
+
+def test_a_yaml_apply_keeps_unquoted_timestamps_as_strings(
+    apiserver: ApiServerEmulator, stored: dict[str, Any]
+) -> None:
+    """sigs.k8s.io/yaml turns YAML into JSON without timestamp types."""
+    del stored
+    body = (
+        b"apiVersion: agents.ctxmesh.ai/v1beta1\nkind: FeedbackStore\nstatus:\n  conditions:\n"
+        b"  - type: Validated\n    status: 'True'\n    lastTransitionTime: 2026-01-01T00:00:00Z\n"
+    )
+    path = f"/apis/{GROUP}/{VERSION}/namespaces/ns/{PLURAL}/fs/status?fieldManager=yaml-user"
+    status, answer, _ = send(apiserver.url, "PATCH", path, body, APPLY_PATCH)
+    assert status == 200
+    assert answer["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+def test_apply_merges_labels_per_key_between_managers(
+    api: client.CustomObjectsApi, stored: dict[str, Any]
+) -> None:
+    del stored
+
+    def apply(manager: str, labels: dict[str, str]) -> dict[str, Any]:
+        config = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "FeedbackStore",
+            "metadata": {"labels": labels},
+        }
+        result: dict[str, Any] = api.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "ns",
+            PLURAL,
+            "fs",
+            config,
+            field_manager=manager,
+            _content_type=APPLY_PATCH,
+        )
+        return result
+
+    apply("team", {"team": "a"})
+    apply("tier", {"tier": "gold", "temporary": "yes"})
+    result = apply("tier", {"tier": "gold"})
+    assert result["metadata"]["labels"] == {"team": "a", "tier": "gold"}
+    assert result["metadata"]["generation"] == 1

@@ -18,6 +18,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from tests.emulator import ApiServerEmulator, fixtures
+from tests.emulator.raw import send
 from tests.emulator.samples import GROUP, PLURAL, VERSION, feedbackstore
 
 Event = dict[str, Any]
@@ -397,3 +398,39 @@ def test_history_beyond_its_limit_is_compacted_away() -> None:
         assert later.finished.wait(20)
         assert later.error is None
         assert later.types() == ["MODIFIED"] * (small.resource_version - small.store.compacted)
+
+
+@pytest.mark.parametrize(
+    ("query", "status"),
+    [
+        ("resourceVersion=abc", 400),
+        ("watch=true&resourceVersion=abc", 400),
+        ("watch=true&resourceVersion=-5", 400),
+        ("watch=true&timeoutSeconds=soon", 400),
+        ("continue=not-a-token", 400),
+        ("continue=" + "A" * 10_000, 400),
+        ("limit=many", 422),
+        ("limit=-3", 200),
+        ("labelSelector=app%3Dx&fieldSelector=metadata.name%3Dy", 200),
+    ],
+    ids=[
+        "a list from a non-numeric resourceVersion is a bad request",
+        "a watch from a non-numeric resourceVersion is a bad request",
+        "a watch from a negative resourceVersion is a bad request",
+        "a non-numeric timeoutSeconds is a bad request",
+        "a garbage continue token is a bad request",
+        "a huge garbage continue token is a bad request",
+        "a non-numeric limit is invalid",
+        "a negative limit means no limit",
+        "selectors are accepted and ignored",
+    ],
+)
+def test_hostile_list_and_watch_queries_get_status_answers(
+    apiserver: ApiServerEmulator, query: str, status: int
+) -> None:
+    apiserver.create("ns", feedbackstore("a"))
+    answer_status, answer, _ = send(
+        apiserver.url, "GET", f"/apis/{GROUP}/{VERSION}/{PLURAL}?{query}"
+    )
+    assert answer_status == status
+    assert answer["kind"] == ("FeedbackStoreList" if status == 200 else "Status")

@@ -357,3 +357,72 @@ def test_create_bodies_are_decoded_like_apiserver(
     answer_status, answer, _ = send(apiserver.url, "POST", path, body, content_type)
     assert answer_status == status
     assert answer["kind"] == ("FeedbackStore" if status == 201 else "Status")
+
+
+def test_every_answer_stays_true_in_history(
+    apiserver: ApiServerEmulator, api: client.CustomObjectsApi
+) -> None:
+    """Each write's answer is what an Exact list at its resourceVersion shows later: writes never
+    alter stored snapshots in place (the watch history and time travel depend on it)."""
+    apply = "application/apply-patch+yaml"
+    answers = [_create(api, "fs")]
+    answers.append(
+        api.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "ns",
+            PLURAL,
+            "fs",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "FeedbackStore",
+                "spec": {"mode": "Monitor"},
+            },
+            field_manager="gitops",
+            _content_type=apply,
+        )
+    )
+    answers.append(
+        api.patch_namespaced_custom_object_status(
+            GROUP,
+            VERSION,
+            "ns",
+            PLURAL,
+            "fs",
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "FeedbackStore",
+                "status": {"conditions": [condition("Validated")]},
+            },
+            field_manager="writer",
+            _content_type=apply,
+        )
+    )
+    answers.append(
+        api.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            "ns",
+            PLURAL,
+            "fs",
+            [{"op": "add", "path": "/spec/mode", "value": "Enforce"}],
+            _content_type="application/json-patch+json",
+        )
+    )
+    answers.append(
+        api.patch_namespaced_custom_object_status(
+            GROUP, VERSION, "ns", PLURAL, "fs", {"status": {"x": 1}}
+        )
+    )
+    current = json.loads(json.dumps(answers[-1]))
+    current["metadata"]["labels"] = {"a": "b"}
+    answers.append(
+        api.replace_namespaced_custom_object(GROUP, VERSION, "ns", PLURAL, "fs", current)
+    )
+    assert [a["metadata"]["generation"] for a in answers] == [1, 2, 2, 3, 3, 3]
+    for answer in answers:
+        at = answer["metadata"]["resourceVersion"]
+        past = api.list_namespaced_custom_object(
+            GROUP, VERSION, "ns", PLURAL, resource_version=at, resource_version_match="Exact"
+        )
+        assert past["items"] == [answer]

@@ -105,7 +105,15 @@ class ApiServerEmulator:
 
     async def _serve(self) -> None:
         app = build_app(self.store, self.hub, self.faults, self._log, self._settings)
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1.0, access_log=None)
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            access_log=None,
+            # Go's net/http reads request lines and headers up to 1 MiB (DefaultMaxHeaderBytes).
+            max_line_size=1 << 20,
+            max_field_size=1 << 20,
+        )
         await runner.setup()
         site = web.TCPSite(runner, self._host, self._port, reuse_address=True)
         await site.start()

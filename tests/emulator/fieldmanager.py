@@ -304,9 +304,10 @@ def apply(
         config = {**config, "metadata": {k: v for k, v in config_meta.items() if k in _META_FIELDS}}
     key: ManagerKey = (manager, "Apply", subresource)
     config_flat = flatten(config, resource)
-    merged = _merge(
-        live, {k: v for k, v in config.items() if k not in ("apiVersion", "kind")}, (), resource
-    )
+    # _merge shares unchanged subtrees with its first argument: give it a private copy, so
+    # nothing done to the result can reach the stored object (or the watch history).
+    body = {k: v for k, v in config.items() if k not in ("apiVersion", "kind")}
+    merged = _merge(clone(live), body, (), resource)
     others = set().union(*(p for k, p in ownership.entries.items() if k != key))
     # Shortest first: an item goes as a whole before its own fields are looked up.
     for path in sorted(ownership.entries.get(key, set()) - config_flat.keys() - others, key=len):

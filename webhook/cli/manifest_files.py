@@ -93,11 +93,15 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str | ReadError]:
 
 
 def _walk(top: str) -> Iterator[str]:
+    found: list[tuple[tuple[str, ...], str]] = []
     for root, dirs, files in os.walk(top):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
             if name.endswith(MANIFEST_SUFFIXES):
-                yield os.path.join(root, name)
+                path = os.path.join(root, name)
+                found.append((Path(os.path.relpath(path, top)).parts, path))
+    for _, path in sorted(found):
+        yield path
 
 
 def read_documents(source: str) -> tuple[list[Document], ReadError | None]:

@@ -248,7 +248,7 @@ def test_an_open_watch_is_logged_without_a_status_until_it_ends(
     )
     thread = threading.Thread(target=lambda: list(stream), daemon=True)
     thread.start()
-    apiserver.eventually(lambda: apiserver.hub.watchers)
+    apiserver.eventually(lambda: apiserver.open_watches)
     (open_watch,) = apiserver.requests
     assert open_watch.status is None
     apiserver.faults.drop_watches(clean=True)

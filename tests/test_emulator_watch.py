@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -342,7 +343,7 @@ def test_drop_watches_ends_every_open_watch(
     collectors = [
         _watch_all(api, resource_version=str(apiserver.resource_version)) for _ in range(2)
     ]
-    apiserver.eventually(lambda: len(apiserver.hub.watchers) == 2)
+    apiserver.eventually(lambda: apiserver.open_watches == 2)
     assert apiserver.faults.drop_watches(clean=clean) == 2
     for collector in collectors:
         assert collector.finished.wait(20)
@@ -358,7 +359,7 @@ def test_restart_drops_watches_and_keeps_every_object(
 ) -> None:
     created = apiserver.create("ns", feedbackstore("kept"))
     collector = _watch_all(api, resource_version=str(apiserver.resource_version))
-    apiserver.eventually(lambda: apiserver.hub.watchers)
+    apiserver.eventually(lambda: apiserver.open_watches)
     port = apiserver.port
     apiserver.restart()
     assert collector.finished.wait(20)
@@ -387,17 +388,19 @@ def test_history_beyond_its_limit_is_compacted_away() -> None:
         first = small.create("ns", feedbackstore("fs"))["metadata"]["resourceVersion"]
         for index in range(20):
             small.update("ns", "fs", lambda o, i=index: o["spec"].update(mode=f"m{i}"))
-        assert small.store.compacted > int(first)
+        assert small.compacted_resource_version > int(first)
         api = client.CustomObjectsApi(small.api_client())
         collector = _watch_all(api, resource_version=first)
         assert collector.finished.wait(20)
         assert isinstance(collector.error, ApiException)
         assert collector.error.status == 410
-        recent = str(small.store.compacted)
+        recent = str(small.compacted_resource_version)
         later = _watch_all(api, resource_version=recent, timeout_seconds=1)
         assert later.finished.wait(20)
         assert later.error is None
-        assert later.types() == ["MODIFIED"] * (small.resource_version - small.store.compacted)
+        assert later.types() == ["MODIFIED"] * (
+            small.resource_version - small.compacted_resource_version
+        )
 
 
 @pytest.mark.parametrize(
@@ -434,3 +437,13 @@ def test_hostile_list_and_watch_queries_get_status_answers(
     )
     assert answer_status == status
     assert answer["kind"] == ("FeedbackStoreList" if status == 200 else "Status")
+
+
+def test_timeout_seconds_zero_means_the_server_default() -> None:
+    with ApiServerEmulator(watch_timeout=1.0) as short:
+        started = time.monotonic()
+        status, _, _ = send(
+            short.url, "GET", f"/apis/{GROUP}/{VERSION}/{PLURAL}?watch=1&timeoutSeconds=0"
+        )
+        assert status == 200
+        assert 0.9 <= time.monotonic() - started < 15

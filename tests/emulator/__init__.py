@@ -30,6 +30,8 @@ Python API (stable; the status-writer tests depend on it)::
     emu.leases(namespace=None) -> list[dict]
     emu.events(namespace=None) -> list[dict]           # core/v1 and events.k8s.io/v1, by age
     emu.resource_version -> int                        # the current global revision
+    emu.compacted_resource_version -> int              # older starts answer 410 Gone
+    emu.open_watches -> int                            # watch streams open right now
     (create/update/delete/get/objects take resource=tests.emulator.resources.LEASES etc.)
 
     emu.requests -> list[RecordedRequest]   # .method .path .query(dict) .content_type .status

@@ -228,7 +228,18 @@ class ApiServerEmulator:
 
     @property
     def resource_version(self) -> int:
+        """The current global revision (the resourceVersion of the latest write)."""
         return self.store.resource_version
+
+    @property
+    def compacted_resource_version(self) -> int:
+        """Watches and Exact lists from before this revision answer 410 Gone."""
+        return self.store.compacted
+
+    @property
+    def open_watches(self) -> int:
+        """How many watch streams are open right now."""
+        return len(self.hub.watchers)
 
     # -- request log -----------------------------------------------------------------------
     @property

@@ -75,7 +75,9 @@ class WatchOptions:
         timeout = default_timeout
         if query.get("timeoutSeconds"):
             try:
-                timeout = float(int(query["timeoutSeconds"]))
+                # 0 (or less) means "the server's default", as in the apiserver's watch handler.
+                seconds = int(query["timeoutSeconds"])
+                timeout = float(seconds) if seconds > 0 else default_timeout
             except ValueError as error:
                 raise errors.bad_request(
                     f"invalid timeoutSeconds: {query['timeoutSeconds']}"

@@ -15,8 +15,8 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
-from webhook.rules import validate_spec
 from webhook.rules import limits as lim
+from webhook.rules import validate_spec
 from webhook.rules.model import FeedbackStoreSpec
 
 

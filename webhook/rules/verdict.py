@@ -191,7 +191,7 @@ def _check_external(channels: object, score_names: dict[str, str], found: _Findi
             found.add(type_invalid(item, channel, "object"))
             continue
         _check_unknown(channel, limits.CHANNEL_FIELDS, item, found)
-        name = _check_name(channel.get("name"), f"{item}.name", found)
+        name = _check_name(channel.get("name"), item, found)
         if name is not None:
             _claim(channel_names, name, f"{item}.name", limits.MSG_DUP_CHANNEL, found)
         score = channel.get("score")
@@ -227,7 +227,7 @@ def _check_score(score: object, path: str, found: _Findings) -> str | None:
         found.add(type_invalid(path, score, "object"))
         return None
     _check_unknown(score, limits.SCORE_FIELDS, path, found)
-    name = _check_name(score.get("name"), f"{path}.name", found)
+    name = _check_name(score.get("name"), path, found)
     data_type = score.get("dataType")
     if data_type is None:
         data_type = limits.DEFAULT_DATA_TYPE
@@ -247,7 +247,11 @@ def _check_score(score: object, path: str, found: _Findings) -> str | None:
     return name
 
 
-def _check_name(name: object, path: str, found: _Findings) -> str | None:
+def _check_name(name: object, owner: str, found: _Findings) -> str | None:
+    """Check `<owner>.name`; the path is only built when there is something to say."""
+    if type(name) is str and 0 < len(name) <= limits.MAX_NAME_LENGTH and name == name.strip():
+        return name
+    path = f"{owner}.name"
     if name is None:
         found.add(required(path))
         return None

@@ -256,6 +256,17 @@ def test_yaml_timestamps_and_booleans_are_typed_as_kubernetes_sees_them(tmp_path
     assert [p["field"] for p in body["results"][0]["problems"]] == ["spec.mode"]
 
 
+def test_yaml_merge_keys_may_be_overridden_without_a_duplicate_error(tmp_path: Path) -> None:
+    path = tmp_path / "merge.yaml"
+    path.write_text(
+        "apiVersion: agents.ctxmesh.ai/v1beta1\nkind: FeedbackStore\nmetadata: {name: m}\n"
+        "spec:\n  human:\n    scores:\n      - &base {name: thumbs, dataType: BOOLEAN}\n"
+        "      - <<: *base\n        name: csat\n"
+    )
+    result = run(str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_a_huge_invalid_store_gets_a_bounded_report(tmp_path: Path) -> None:
     store = feedbackstore(human(*[score() for _ in range(20_000)]))
     path = tmp_path / "huge.json"

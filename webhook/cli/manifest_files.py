@@ -29,19 +29,26 @@ class _ManifestLoader(_BaseLoader):  # type: ignore[misc]
 
 
 def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
+    # Keys written in this mapping must be distinct; keys merged in with `<<:` may be
+    # overridden by them, as YAML's merge key specifies.
+    own: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
         key = loader.construct_object(key_node, deep=True)
-        if key in mapping:
+        if key in own:
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping",
                 node.start_mark,
                 f"found duplicate key {key!r}",
                 key_node.start_mark,
             )
-        mapping[key] = loader.construct_object(value_node, deep=True)
-    return mapping
+        own.add(key)
+    loader.flatten_mapping(node)
+    return {
+        loader.construct_object(k, deep=True): loader.construct_object(v, deep=True)
+        for k, v in node.value
+    }
 
 
 def _construct_str(loader: Any, node: yaml.ScalarNode) -> str:

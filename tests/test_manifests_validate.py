@@ -1,0 +1,192 @@
+"""Every manifest renders with kubectl's kustomize and passes the official Kubernetes schemas.
+
+`kubernetes-validate` in strict mode (an unknown field is an error) is run
+for the oldest and the newest Kubernetes minor it ships, over the output of
+all three install paths: the base (`manifests/`), the cert-manager variant,
+and the overlay the `certs` command writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes_validate.utils import SchemaNotFoundError, all_versions
+
+from tests.manifest_render import MANIFESTS, NAMESPACE, find, kinds, kustomize
+
+VERSIONS = (all_versions()[0], all_versions()[-1])
+CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
+BASE_OBJECTS = [
+    ("ClusterRole", "feedbackstore-status-writer"),
+    ("ClusterRoleBinding", "feedbackstore-status-writer"),
+    ("CustomResourceDefinition", "feedbackstores.agents.ctxmesh.ai"),
+    ("Deployment", "feedbackstore-status-writer"),
+    ("Deployment", "feedbackstore-webhook"),
+    ("Namespace", NAMESPACE),
+    ("PodDisruptionBudget", "feedbackstore-status-writer"),
+    ("PodDisruptionBudget", "feedbackstore-webhook"),
+    ("Role", "feedbackstore-status-writer-leader-election"),
+    ("RoleBinding", "feedbackstore-status-writer-leader-election"),
+    ("Service", "feedbackstore-webhook"),
+    ("ServiceAccount", "feedbackstore-status-writer"),
+    ("ServiceAccount", "feedbackstore-webhook"),
+    ("ValidatingWebhookConfiguration", "feedbackstore-webhook"),
+]
+
+
+@pytest.fixture(scope="module")
+def base() -> list[dict[str, Any]]:
+    return kustomize(MANIFESTS)
+
+
+@pytest.fixture(scope="module")
+def cert_manager() -> list[dict[str, Any]]:
+    return kustomize(MANIFESTS / "cert-manager")
+
+
+@pytest.fixture(scope="module")
+def certs_overlay(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    out_dir = tmp_path_factory.mktemp("certs")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "webhook.cli.main",
+            "certs",
+            "--out-dir",
+            str(out_dir),
+            "--base",
+            str(MANIFESTS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return kustomize(out_dir)
+
+
+def test_the_base_renders_exactly_the_expected_objects(base: list[dict[str, Any]]) -> None:
+    assert kinds(base) == sorted(BASE_OBJECTS)
+
+
+def test_the_cert_manager_variant_adds_issuers_and_certificates_only(
+    cert_manager: list[dict[str, Any]],
+) -> None:
+    assert kinds(cert_manager) == sorted(
+        [
+            *BASE_OBJECTS,
+            ("Certificate", "feedbackstore-ca"),
+            ("Certificate", "feedbackstore-webhook-tls"),
+            ("Issuer", "feedbackstore-ca"),
+            ("Issuer", "feedbackstore-selfsigned"),
+        ]
+    )
+
+
+def test_the_certs_overlay_adds_the_tls_secret_only(certs_overlay: list[dict[str, Any]]) -> None:
+    assert kinds(certs_overlay) == sorted([*BASE_OBJECTS, ("Secret", "feedbackstore-webhook-tls")])
+
+
+def _core(docs: list[dict[str, Any]]) -> list[Any]:
+    return [
+        pytest.param(doc, id=f"{doc['kind']}/{doc['metadata']['name']}")
+        for doc in docs
+        if doc["kind"] not in CERT_MANAGER_KINDS
+    ]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("variant", ["base", "cert_manager", "certs_overlay"])
+def test_every_object_passes_the_strict_official_schema(
+    request: pytest.FixtureRequest, variant: str, version: str
+) -> None:
+    docs = request.getfixturevalue(variant)
+    checked = 0
+    for doc in docs:
+        if doc["kind"] in CERT_MANAGER_KINDS:
+            continue
+        kubernetes_validate.validate(doc, version, strict=True)
+        checked += 1
+    assert checked >= len(BASE_OBJECTS)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_cert_manager_kinds_are_not_core_kinds_so_they_are_checked_separately(
+    cert_manager: list[dict[str, Any]], version: str
+) -> None:
+    for doc in cert_manager:
+        if doc["kind"] in CERT_MANAGER_KINDS:
+            with pytest.raises(SchemaNotFoundError):
+                kubernetes_validate.validate(doc, version, strict=True)
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "path", "typo"),
+    [
+        pytest.param(
+            "Deployment",
+            "feedbackstore-webhook",
+            ["spec", "template", "spec", "containers", 0, "securityContext"],
+            "readOnlyRootFS",
+            id="a misspelt securityContext field in the webhook Deployment",
+        ),
+        pytest.param(
+            "ValidatingWebhookConfiguration",
+            "feedbackstore-webhook",
+            ["webhooks", 0],
+            "failurePolicies",
+            id="a misspelt webhook field",
+        ),
+        pytest.param(
+            "CustomResourceDefinition",
+            "feedbackstores.agents.ctxmesh.ai",
+            ["spec", "versions", 0, "schema", "openAPIV3Schema", "properties", "spec"],
+            "maxLenght",
+            id="a misspelt keyword deep in the CRD schema",
+        ),
+    ],
+)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_validator_is_strict_enough_to_catch_a_typo(
+    base: list[dict[str, Any]], kind: str, name: str, path: list[Any], typo: str, version: str
+) -> None:
+    doc = copy.deepcopy(find(base, kind, name))
+    node: Any = doc
+    for part in path:
+        node = node[part]
+    node[typo] = 1
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_the_crd_avoids_rule_fields_the_oldest_kubernetes_lacks(
+    base: list[dict[str, Any]],
+) -> None:
+    """fieldPath/reason (1.28+) would make the CRD invalid for the oldest supported minor."""
+    doc = copy.deepcopy(find(base, "CustomResourceDefinition", "feedbackstores.agents.ctxmesh.ai"))
+    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["x-kubernetes-validations"][0]["fieldPath"] = ".human"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(doc, VERSIONS[0], strict=True)
+
+
+def test_every_yaml_file_under_manifests_is_reachable_from_a_kustomization() -> None:
+    referenced: set[pathlib.Path] = set()
+    for kustomization in MANIFESTS.rglob("kustomization.yaml"):
+        spec = yaml.safe_load(kustomization.read_text(encoding="utf-8"))
+        for entry in spec.get("resources", []):
+            referenced.add((kustomization.parent / entry).resolve())
+        for patch in spec.get("patches", []):
+            referenced.add((kustomization.parent / patch["path"]).resolve())
+        referenced.add(kustomization.resolve())
+    files = {p.resolve() for p in MANIFESTS.rglob("*.yaml")}
+    assert files - referenced == set()

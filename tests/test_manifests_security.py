@@ -303,9 +303,28 @@ def test_the_writer_probes_its_health_endpoint_on_its_metrics_port(
     writer = container(docs, WRITER)
     (port,) = writer["ports"]
     assert port["name"] == "metrics"
-    for probe in ("readinessProbe", "livenessProbe"):
-        assert writer[probe]["httpGet"]["port"] == "metrics"
-        assert writer[probe]["httpGet"]["path"] == "/healthz"
+    assert writer["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert writer["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+
+
+@pytest.mark.parametrize("name", [WEBHOOK, WRITER])
+def test_the_container_args_are_accepted_by_the_real_cli_and_match_its_ports(
+    docs: list[dict[str, Any]], name: str
+) -> None:
+    from webhook.cli.main import build_parser
+
+    spec = container(docs, name)
+    env = {"$(POD_NAMESPACE)": NAMESPACE}
+    args = build_parser().parse_args([env.get(arg, arg) for arg in spec["args"]])
+    (port,) = spec["ports"]
+    if name == WEBHOOK:
+        assert args.port == port["containerPort"]
+        mount = next(m["mountPath"] for m in spec["volumeMounts"] if m["name"] == "tls")
+        assert str(args.tls_cert_file) == f"{mount}/tls.crt"
+        assert str(args.tls_private_key_file) == f"{mount}/tls.key"
+    else:
+        assert args.metrics_port == port["containerPort"]
+        assert args.lease_namespace == NAMESPACE
 
 
 def _rules(docs: list[dict[str, Any]], kind: str, name: str) -> set[tuple[str, str, str]]:
@@ -337,6 +356,12 @@ def test_the_writer_may_touch_leases_only_in_its_namespace(docs: list[dict[str, 
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
     }
+    from webhook.cli.main import build_parser
+
+    lease = build_parser().parse_args(["status-writer"]).lease_name
+    for rule in find(docs, "Role", name)["rules"]:
+        if set(rule["verbs"]) & {"get", "update"}:
+            assert rule["resourceNames"] == [lease]
     binding = find(docs, "RoleBinding", name)
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",

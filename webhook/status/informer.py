@@ -178,6 +178,16 @@ class Informer:
         if key is None:
             log.warning("watch event without namespace/name skipped", extra={"type": event.type})
             return
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "watch event",
+                extra={
+                    "type": event.type,
+                    "namespace": key[0],
+                    "object": key[1],
+                    "resourceVersion": self._version,
+                },
+            )
         if event.type == "DELETED":
             self._cache.delete(key)
             self._forget(key)

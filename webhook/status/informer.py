@@ -153,6 +153,9 @@ class Informer:
         finally:
             with self._lock:
                 self._response = None
+            # Closed, not just released: a stream left mid-body (410, stop, error) must
+            # not go back to the pool for another request to read.
+            response.close()
             response.release_conn()
         if self._stop.is_set():
             return

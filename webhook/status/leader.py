@@ -154,6 +154,9 @@ class LeaderElector:
     def run(self) -> None:
         """Thread target: campaign, then renew, until `stop()`; release on the way out."""
         while not self._stop.is_set():
+            # Timed from before the request: the server may record the renewal as late as
+            # the answer, so counting from the answer would overstate how fresh it is.
+            attempted = self._clock()
             try:
                 held = self._try_acquire_or_renew()
             except Exception as error:  # an unreachable server is a failed renewal
@@ -162,7 +165,7 @@ class LeaderElector:
                     "lease request failed",
                     extra={"status": status_code(error), "error": f"{type(error).__name__}"},
                 )
-            self._settle(held)
+            self._settle(held, attempted)
             self._stop.wait(self._settings.retry_period)
         if self._leading:
             self._step_down("shutting down")
@@ -187,17 +190,16 @@ class LeaderElector:
         log.info("lease released", extra={"identity": self.identity})
         return True
 
-    def _settle(self, held: bool) -> None:
-        now = self._clock()
+    def _settle(self, held: bool, attempted: float) -> None:
         if held:
-            self._renewed_at = now
+            self._renewed_at = attempted
             if not self._leading:
                 self._leading = True
                 self._metrics.leader.set(1)
                 self._metrics.lease_transitions.labels("leader").inc()
                 log.info("started leading", extra={"identity": self.identity})
                 self._on_started()
-        elif self._leading and now - self._renewed_at >= self._settings.renew_deadline:
+        elif self._leading and self._clock() - self._renewed_at >= self._settings.renew_deadline:
             self._step_down("renewal deadline passed")
 
     def _step_down(self, why: str) -> None:

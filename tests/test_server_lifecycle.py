@@ -19,9 +19,15 @@ import trustme
 
 from tests.admission_support.apiserver import accepted_answer, kubectl_denial_text
 from tests.admission_support.fixtures import _ca, _serving_files  # noqa: F401 (fixtures)
-from tests.admission_support.pki import SERVICE_DNS, PlainFiles, client_context
+from tests.admission_support.pki import SERVICE_DNS, PlainFiles, client_context, issue
 from tests.admission_support.reviews import create, duplicate_spec
 from tests.admission_support.servers import ConsoleServer, WebhookClient
+from tests.test_server_tls import (
+    HANDSHAKE_REFUSED,
+    eventually,
+    legacy_client,
+    served_fingerprint,
+)
 
 
 @pytest.fixture(name="console")
@@ -90,6 +96,28 @@ async def test_sigterm_turns_not_ready_finishes_in_flight_requests_and_exits_0(
     assert time.monotonic() - signalled < 15
     messages = [e.get("msg") for e in server.logs]
     assert messages.index("shutting down") < messages.index("stopped")
+
+
+@pytest.mark.filterwarnings("ignore:ssl.TLSVersion.TLSv1_1:DeprecationWarning")
+async def test_the_real_process_rotates_its_certificate_and_refuses_old_tls(
+    console: Any, serving_files: PlainFiles, ca: trustme.CA
+) -> None:
+    """The console script runs on uvloop; rotation and TLS settings must hold there too."""
+    server: ConsoleServer = console(*tls_args(serving_files), "--port", "0")
+    port = serving_port(server)
+    context = client_context(ca)
+    assert await served_fingerprint(port, context)
+    new = issue(ca)
+    serving_files.write(new)
+
+    async def serving_new() -> bool:
+        return await served_fingerprint(port, context) == new.fingerprint
+
+    await eventually(serving_new)
+    with pytest.raises(HANDSHAKE_REFUSED):
+        await served_fingerprint(port, legacy_client(ca, ssl.TLSVersion.TLSv1_1))
+    server.signal(signal.SIGTERM)
+    assert server.wait(timeout=20) == 0
 
 
 async def test_sigint_stops_at_once_and_exits_0(console: Any, serving_files: PlainFiles) -> None:

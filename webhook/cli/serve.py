@@ -138,8 +138,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from webhook.server.config import ServerConfig
     from webhook.server.logs import configure
-    from webhook.server.run import run_server
-    from webhook.server.workers import supervise
 
     try:
         cert_file, key_file, host = _serving_files(args)
@@ -165,7 +163,12 @@ def run(args: argparse.Namespace) -> int:
             print(dev_hint(args.dev_certs_dir, host or DEV_HOST, port), flush=True)
 
     if config.workers > 1:
+        # The supervisor never serves: it does not load aiohttp and stays small.
+        from webhook.server.workers import supervise
+
         return supervise(config, on_serving)
+    from webhook.server.run import run_server
+
     return run_server(config, on_serving)
 
 

@@ -9,6 +9,8 @@ from typing import Final
 # An UPDATE carries two objects of up to 1.5 MiB each plus the envelope.
 DEFAULT_MAX_BODY_BYTES: Final = 7 * 1024 * 1024
 DEFAULT_PORT: Final = 8443
+# prometheus-client's multiprocess directory, set for `--workers N` before the workers start.
+MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,11 @@ class JsonFormatter(logging.Formatter):
 
 def configure(level: str) -> None:
     """Route every logger (aiohttp's too) to stderr as JSON lines at `level`."""
+    # The lines carry no source location or thread: skip collecting them (the logging
+    # HOWTO's optimisations), which roughly halves the cost of a denial's log line.
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()

@@ -22,7 +22,8 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
+from webhook.server.config import MULTIPROC_ENV
+
 PREFIX: Final = "feedbackstore_webhook"
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 

@@ -1,0 +1,224 @@
+"""Load benchmark of the admission webhook against the floor, side by side in one invocation.
+
+Each scenario starts the floor (bench/admission/floor.py) and then the real
+server (`feedbackstore-webhook serve`) on CPU 0 (taskset) and drives each with
+Debian's wrk on CPU 1, posting a real AdmissionReview over HTTPS; it prints
+req/s, p99 latency, the ratio to the floor and the server's resident memory
+after the run. wrk is installed with apt-get when absent.
+
+Run from the repository root:  python bench/admission/run.py [--duration 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+HERE = pathlib.Path(__file__).resolve().parent
+SERVER_CPU, LOAD_CPU = "0", "1"
+# `--workers` runs share both CPUs between the servers and wrk.
+BOTH_CPUS = "0,1"
+
+
+@dataclass(frozen=True)
+class Result:
+    rps: float
+    p99_ms: float
+    rss_mib: float
+    errors: int
+    # Server CPU time per answered request: steadier than req/s when other
+    # processes share the machine, and 1e6 / cpu_us is the req/s one free core would give.
+    cpu_us: float
+
+
+def ensure_wrk() -> str:
+    found = shutil.which("wrk")
+    if found:
+        return found
+    print("wrk not found: installing Debian's wrk with apt-get", flush=True)
+    if subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=False).returncode:
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True)
+    return shutil.which("wrk") or sys.exit("wrk is still not installed")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def make_certificates(out: pathlib.Path) -> dict[str, tuple[pathlib.Path, pathlib.Path]]:
+    from webhook.certs import KeyType, issue_bundle, write_bundle
+
+    pairs = {}
+    for key_type in (KeyType.ECDSA, KeyType.RSA):
+        files = write_bundle(
+            out / key_type.value, issue_bundle(["localhost", "127.0.0.1"], key_type=key_type)
+        )
+        pairs[key_type.value] = (files.cert, files.key)
+    return pairs
+
+
+def server_command(
+    kind: str, pair: tuple[pathlib.Path, pathlib.Path], port: int, *, workers: int, close: bool
+) -> list[str]:
+    cert, key = pair
+    if kind in ("floor", "fast floor"):
+        command = [sys.executable, str(HERE / "floor.py"), str(cert), str(key), str(port)]
+        # The real server issues no session tickets; neither does the floor when
+        # new connections are measured, so both pay full handshakes.
+        return command + ["--fast"] * (kind == "fast floor") + ["--no-resume"] * close
+    script = pathlib.Path(sys.executable).parent / "feedbackstore-webhook"
+    return [
+        str(script), "serve", "--tls-cert-file", str(cert), "--tls-private-key-file", str(key),
+        "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+    ]  # fmt: skip
+
+
+@contextlib.contextmanager
+def running(command: list[str], cpus: str, port: int, log: pathlib.Path) -> Iterator[int]:
+    with log.open("ab") as sink:
+        process = subprocess.Popen(["taskset", "-c", cpus, *command], stdout=sink, stderr=sink)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"server did not start: {command} (see {log})")
+            time.sleep(0.1)
+        time.sleep(0.5)  # all workers listening
+        yield process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def family(pid: int) -> list[int]:
+    """The server process and its children (the workers)."""
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        children = pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(c) for c in children]
+    return pids
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by the server and its workers."""
+    ticks = 0
+    for each in family(pid):
+        with contextlib.suppress(OSError):
+            fields = pathlib.Path(f"/proc/{each}/stat").read_text().rpartition(")")[2].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of the process and its children (the workers), in MiB."""
+    total = 0
+    for each in family(pid):
+        with contextlib.suppress(OSError):
+            for line in pathlib.Path(f"/proc/{each}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total / 1024
+
+
+def load(wrk: str, cpus: str, port: int, body: pathlib.Path, seconds: float,
+         connections: int, close: bool) -> dict[str, int]:  # fmt: skip
+    env = {**os.environ, "BENCH_BODY": str(body), "BENCH_CLOSE": "1" if close else "0"}
+    command = ["taskset", "-c", cpus, wrk, "-t1", f"-c{connections}", f"-d{seconds:g}s",
+               "--timeout", "10s", "-s", str(HERE / "post.lua"),
+               f"https://127.0.0.1:{port}/validate"]  # fmt: skip
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def measure(args: argparse.Namespace, wrk: str, kind: str, pair: tuple[pathlib.Path, pathlib.Path],
+            body: pathlib.Path, *, close: bool = False, workers: int = 1,
+            pinned: bool = True) -> Result:  # fmt: skip
+    port = free_port()
+    server_cpus, load_cpus = (SERVER_CPU, LOAD_CPU) if pinned else (BOTH_CPUS, BOTH_CPUS)
+    command = server_command(kind, pair, port, workers=workers, close=close)
+    with running(command, server_cpus, port, args.work / f"{kind}.log") as pid:
+        load(wrk, load_cpus, port, body, args.warmup, args.connections, close)
+        cpu_before = cpu_seconds(pid)
+        figures = load(wrk, load_cpus, port, body, args.duration, args.connections, close)
+        cpu = cpu_seconds(pid) - cpu_before
+        memory = rss_mib(pid)
+    errors = sum(v for k, v in figures.items() if k.endswith(("errors", "timeouts")))
+    return Result(
+        rps=figures["requests"] / (figures["duration_us"] / 1e6),
+        p99_ms=figures["p99_us"] / 1000,
+        rss_mib=memory,
+        errors=errors,
+        cpu_us=cpu / max(figures["requests"], 1) * 1e6,
+    )
+
+
+def report(name: str, base_name: str, base: Result, ours: Result) -> dict[str, object]:
+    """One line: both figures, ours as a ratio of the base by req/s and by CPU per request."""
+    ratio = ours.rps / base.rps
+    cpu_ratio = base.cpu_us / ours.cpu_us
+    print(f"{name:<26} {base_name:>10} {base.rps:6.0f} req/s p99 {base.p99_ms:6.2f} ms "
+          f"cpu {base.cpu_us:5.0f} us | ours {ours.rps:6.0f} req/s p99 {ours.p99_ms:6.2f} ms "
+          f"cpu {ours.cpu_us:5.0f} us rss {ours.rss_mib:5.1f} MiB | ratio {ratio:6.1%} "
+          f"cpu ratio {cpu_ratio:6.1%} | errors {base.errors}/{ours.errors}",
+          flush=True)  # fmt: skip
+    return {"scenario": name, "base": base_name, "base_result": base.__dict__,
+            "ours": ours.__dict__, "ratio": ratio, "cpu_ratio": cpu_ratio}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per run")
+    parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before each")
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--json", type=pathlib.Path, help="also write the results here")
+    args = parser.parse_args()
+    wrk = ensure_wrk()
+    with tempfile.TemporaryDirectory(prefix="admission-bench-") as work:
+        args.work = pathlib.Path(work)
+        subprocess.run([sys.executable, str(HERE / "payloads.py"), work], check=True)
+        pairs = make_certificates(args.work / "certs")
+        body = {name: args.work / f"{name}.json" for name in ("small-valid", "small-invalid",
+                                                              "maximal")}  # fmt: skip
+        print(f"server on CPU {SERVER_CPU}, wrk on CPU {LOAD_CPU}, {args.connections} connections, "
+              f"{args.duration:g} s per run", flush=True)  # fmt: skip
+        results = []
+        for payload in ("small-valid", "small-invalid", "maximal"):
+            floor = measure(args, wrk, "floor", pairs["ecdsa"], body[payload])
+            fast = measure(args, wrk, "fast floor", pairs["ecdsa"], body[payload])
+            ours = measure(args, wrk, "ours", pairs["ecdsa"], body[payload])
+            results.append(report(f"keep-alive {payload}", "floor", floor, ours))
+            results.append(report(f"keep-alive {payload}", "fast floor", fast, ours))
+        for key in ("ecdsa", "rsa"):
+            floor = measure(args, wrk, "floor", pairs[key], body["small-valid"], close=True)
+            ours = measure(args, wrk, "ours", pairs[key], body["small-valid"], close=True)
+            results.append(report(f"new connection {key}", "floor", floor, ours))
+        one = measure(args, wrk, "ours", pairs["ecdsa"], body["small-valid"], pinned=False)
+        two = measure(args, wrk, "ours", pairs["ecdsa"], body["small-valid"], pinned=False,
+                      workers=2)  # fmt: skip
+        results.append(report("both CPUs, 2 workers", "1 worker", one, two))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

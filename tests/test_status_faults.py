@@ -231,8 +231,9 @@ def test_a_throttled_list_is_retried_after_retry_after(apiserver: ApiServerEmula
     (urllib3 honours Retry-After for idempotent requests), so the writer never sees them."""
     seed(apiserver)
     apiserver.faults.fail_next(2, 429, method="GET", path_contains="/feedbackstores", retry_after=0)
-    with running_writer(apiserver):
+    with running_writer(apiserver) as writer:
         converged(apiserver)
+        assert sample(writer, "feedbackstore_status_watch_restarts_total", reason="error") == 0
     assert get_statuses(apiserver)[:3] == [429, 429, 200]
 
 

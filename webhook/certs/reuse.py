@@ -19,7 +19,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from webhook.certs.issue import Authority, KeyType, PrivateKey
 
-# Renew once less than a third of the lifetime is left, and always within 30 days of expiry.
+# Renew within 30 days of expiry, or within the last third of the lifetime when that is
+# shorter (a 7-day certificate is renewed with 2.3 days left, not on its first day).
 _RENEW_FRACTION = 3
 _RENEW_AT_MOST = dt.timedelta(days=30)
 

@@ -1,0 +1,217 @@
+"""`feedbackstore-webhook certs`, end to end through the installed console script.
+
+Its output directory must be a kustomize overlay that installs the manifests
+with a Secret and a caBundle that belong together, and rerunning it must be
+safe.
+"""
+
+from __future__ import annotations
+
+import base64
+import pathlib
+import stat
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.manifest_render import MANIFESTS, NAMESPACE, find, kustomize
+
+SCRIPT = pathlib.Path(sys.executable).parent / "feedbackstore-webhook"
+OVERLAY_FILES = [
+    "ca.crt",
+    "ca.key",
+    "cabundle-patch.yaml",
+    "kustomization.yaml",
+    "secret.yaml",
+    "tls.crt",
+    "tls.key",
+]
+
+
+def certs(*args: str, cwd: pathlib.Path | None = None) -> subprocess.CompletedProcess[str]:
+    assert SCRIPT.exists(), f"console script not installed at {SCRIPT}"
+    return subprocess.run(
+        [str(SCRIPT), "certs", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def issue(out_dir: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    result = certs("--out-dir", str(out_dir), "--base", str(MANIFESTS), *args)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def read_yaml(path: pathlib.Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def mode(path: pathlib.Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_it_writes_the_certificates_and_an_overlay(tmp_path: pathlib.Path) -> None:
+    result = issue(tmp_path / "certs")
+    assert sorted(p.name for p in (tmp_path / "certs").iterdir()) == OVERLAY_FILES
+    assert result.stdout.startswith("created: ")
+    assert f"next: kubectl apply -k {tmp_path / 'certs'}" in result.stdout
+
+
+def test_every_file_holding_a_private_key_is_0600(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path)
+    assert {name: mode(tmp_path / name) for name in OVERLAY_FILES} == {
+        "ca.crt": 0o644,
+        "ca.key": 0o600,
+        "cabundle-patch.yaml": 0o644,
+        "kustomization.yaml": 0o644,
+        "secret.yaml": 0o600,
+        "tls.crt": 0o644,
+        "tls.key": 0o600,
+    }
+
+
+def test_the_secret_is_a_tls_secret_with_the_ca(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path)
+    secret = read_yaml(tmp_path / "secret.yaml")
+    assert secret["kind"] == "Secret"
+    assert secret["type"] == "kubernetes.io/tls"
+    assert secret["metadata"]["name"] == "feedbackstore-webhook-tls"
+    assert secret["metadata"]["namespace"] == NAMESPACE
+    decoded = {key: base64.b64decode(value) for key, value in secret["data"].items()}
+    assert decoded == {
+        name: (tmp_path / name).read_bytes() for name in ("ca.crt", "tls.crt", "tls.key")
+    }
+
+
+def test_the_cabundle_patch_holds_the_ca(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path)
+    patch = read_yaml(tmp_path / "cabundle-patch.yaml")
+    assert patch["kind"] == "ValidatingWebhookConfiguration"
+    (webhook,) = patch["webhooks"]
+    assert webhook["name"] == "validate.feedbackstores.agents.ctxmesh.ai"
+    assert (
+        base64.b64decode(webhook["clientConfig"]["caBundle"]) == (tmp_path / "ca.crt").read_bytes()
+    )
+
+
+def test_kubectl_kustomize_renders_the_overlay_with_a_matching_secret_and_cabundle(
+    tmp_path: pathlib.Path,
+) -> None:
+    issue(tmp_path)
+    docs = kustomize(tmp_path)
+    (webhook,) = find(docs, "ValidatingWebhookConfiguration", "feedbackstore-webhook")["webhooks"]
+    ca_bundle = base64.b64decode(webhook["clientConfig"].pop("caBundle"))
+    (base_webhook,) = find(
+        kustomize(MANIFESTS), "ValidatingWebhookConfiguration", "feedbackstore-webhook"
+    )["webhooks"]
+    assert webhook == base_webhook, "the patch may only add caBundle"
+    secret = find(docs, "Secret", "feedbackstore-webhook-tls")
+    assert base64.b64decode(secret["data"]["ca.crt"]) == ca_bundle
+    leaf = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    ca = x509.load_pem_x509_certificate(ca_bundle)
+    leaf.verify_directly_issued_by(ca)
+
+
+def test_the_overlay_refers_to_the_base_relative_to_itself(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path / "deep" / "certs")
+    (base, secret) = read_yaml(tmp_path / "deep" / "certs" / "kustomization.yaml")["resources"]
+    assert (tmp_path / "deep" / "certs" / base).resolve() == MANIFESTS.resolve()
+    assert secret == "secret.yaml"
+
+
+def test_a_remote_base_is_kept_verbatim(tmp_path: pathlib.Path) -> None:
+    remote = "https://github.com/ctxmesh/feedbackstore-webhook//manifests?ref=v0.1.0"
+    result = certs("--out-dir", str(tmp_path), "--base", remote)
+    assert result.returncode == 0, result.stderr
+    assert read_yaml(tmp_path / "kustomization.yaml")["resources"][0] == remote
+
+
+def test_a_base_without_a_kustomization_is_warned_about(tmp_path: pathlib.Path) -> None:
+    result = certs("--out-dir", str(tmp_path / "out"), "--base", str(tmp_path / "nowhere"))
+    assert result.returncode == 0
+    assert "has no kustomization.yaml" in result.stderr
+
+
+def test_running_it_again_keeps_everything(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path)
+    before = {name: (tmp_path / name).read_bytes() for name in OVERLAY_FILES}
+    result = issue(tmp_path)
+    assert result.stdout.startswith("kept: ")
+    assert {name: (tmp_path / name).read_bytes() for name in OVERLAY_FILES} == before
+
+
+def test_force_issues_a_new_ca_and_a_new_cabundle(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path)
+    before = read_yaml(tmp_path / "cabundle-patch.yaml")
+    result = issue(tmp_path, "--force")
+    assert result.stdout.startswith("created: ")
+    after = read_yaml(tmp_path / "cabundle-patch.yaml")
+    assert after != before
+    assert (
+        base64.b64decode(after["webhooks"][0]["clientConfig"]["caBundle"])
+        == (tmp_path / "ca.crt").read_bytes()
+    )
+
+
+def test_rsa_keys_and_a_custom_lifetime_on_request(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path, "--key-type", "rsa", "--days", "30")
+    leaf = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    assert isinstance(leaf.public_key(), rsa.RSAPublicKey)
+    assert (leaf.not_valid_after_utc - leaf.not_valid_before_utc).days == 30
+
+
+def test_a_custom_namespace_and_service_name_the_sans_and_the_secret(
+    tmp_path: pathlib.Path,
+) -> None:
+    result = certs("--namespace", "hooks", "--service", "fs", "--out-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    leaf = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == [
+        "fs",
+        "fs.hooks",
+        "fs.hooks.svc",
+        "fs.hooks.svc.cluster.local",
+    ]
+    assert read_yaml(tmp_path / "secret.yaml")["metadata"]["namespace"] == "hooks"
+    assert "write an overlay that moves them too" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--days", "0"], "--days must be between 1 and 3650", id="a zero-day lifetime"
+        ),
+        pytest.param(
+            ["--days", "99999"], "--days must be between 1 and 3650", id="a lifetime past the CA"
+        ),
+        pytest.param(["--days", "ten"], "invalid int value", id="a lifetime that is not a number"),
+        pytest.param(["--key-type", "dsa"], "invalid choice", id="an unknown key type"),
+    ],
+)
+def test_bad_arguments_exit_2_with_a_message(
+    tmp_path: pathlib.Path, args: list[str], message: str
+) -> None:
+    result = certs("--out-dir", str(tmp_path / "out"), *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_out_dir_that_cannot_be_created_exits_2_naming_it(tmp_path: pathlib.Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    result = certs("--out-dir", str(blocker / "certs"))
+    assert result.returncode == 2
+    assert f"cannot write to {blocker / 'certs'}" in result.stderr
+    assert "Traceback" not in result.stderr

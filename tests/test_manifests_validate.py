@@ -12,6 +12,7 @@ import copy
 import pathlib
 import subprocess
 import sys
+import textwrap
 from typing import Any
 
 import kubernetes_validate
@@ -190,3 +191,60 @@ def test_every_yaml_file_under_manifests_is_reachable_from_a_kustomization() -> 
         referenced.add(kustomization.resolve())
     files = {p.resolve() for p in MANIFESTS.rglob("*.yaml")}
     assert files - referenced == set()
+
+
+def _readme_overlay(first_line: str) -> str:
+    """The YAML block of README.md that starts with `first_line` (a comment naming the file)."""
+    readme = (MANIFESTS.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index(first_line)
+    block_start = readme.rindex("```yaml\n", 0, start) + len("```yaml\n")
+    return textwrap.dedent(readme[block_start : readme.index("```", start)])
+
+
+@pytest.fixture(scope="module")
+def certs_dir(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    root = tmp_path_factory.mktemp("install")
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "webhook.cli.main", "certs"),
+            *("--out-dir", str(root / "certs"), "--base", str(MANIFESTS)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return root / "certs"
+
+
+def test_the_readme_image_overlay_renders_and_swaps_the_image(certs_dir: pathlib.Path) -> None:
+    overlay = certs_dir.parent / "deploy"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        _readme_overlay("# deploy/kustomization.yaml"), encoding="utf-8"
+    )
+    docs = kustomize(overlay)
+    for name in ("feedbackstore-webhook", "feedbackstore-status-writer"):
+        (container,) = find(docs, "Deployment", name)["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == "registry.example/feedbackstore-webhook:0.1.0"
+
+
+def test_the_readme_rollout_overlay_fails_open_in_a_labelled_namespace_only(
+    certs_dir: pathlib.Path,
+) -> None:
+    overlay = certs_dir.parent / "rollout"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        _readme_overlay("# rollout/kustomization.yaml"), encoding="utf-8"
+    )
+    docs = kustomize(overlay)
+    (webhook,) = find(docs, "ValidatingWebhookConfiguration", "feedbackstore-webhook")["webhooks"]
+    assert webhook["failurePolicy"] == "Ignore"
+    assert webhook["namespaceSelector"] == {
+        "matchLabels": {"feedbackstore-webhook/rollout": "true"}
+    }
+    assert webhook["clientConfig"]["caBundle"], "the certificate path underneath still applies"
+    for version in VERSIONS:
+        for doc in docs:
+            kubernetes_validate.validate(doc, version, strict=True)

@@ -53,6 +53,10 @@ def ensure_wrk() -> str:
     return shutil.which("wrk") or sys.exit("wrk is still not installed")
 
 
+def load_average() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -200,7 +204,8 @@ def main() -> None:
         body = {name: args.work / f"{name}.json" for name in ("small-valid", "small-invalid",
                                                               "maximal")}  # fmt: skip
         print(f"server on CPU {SERVER_CPU}, wrk on CPU {LOAD_CPU}, {args.connections} connections, "
-              f"{args.duration:g} s per run", flush=True)  # fmt: skip
+              f"{args.duration:g} s per run; load average before: {load_average()}",
+              flush=True)  # fmt: skip
         results = []
         for payload in ("small-valid", "small-invalid", "maximal"):
             floor = measure(args, wrk, "floor", pairs["ecdsa"], body[payload])
@@ -216,6 +221,11 @@ def main() -> None:
         two = measure(args, wrk, "ours", pairs["ecdsa"], body["small-valid"], pinned=False,
                       workers=2)  # fmt: skip
         results.append(report("both CPUs, 2 workers", "1 worker", one, two))
+    print(
+        f"load average after: {load_average()} (other work on the machine skews req/s; "
+        "the CPU-per-request ratio is steadier)",
+        flush=True,
+    )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

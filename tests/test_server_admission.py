@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import ssl
 from typing import Any
 
@@ -248,6 +249,8 @@ async def test_a_denial_is_one_json_log_line_without_the_object(
     }  # fmt: skip
     assert "thumbs" not in lines[0]
     assert "spec" not in entry
+    assert entry["level"] == "info"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["time"])
 
 
 async def test_a_bad_request_is_one_warning_log_line(

@@ -63,7 +63,7 @@ class AdmissionEndpoint:
                 request,
                 415,
                 "unsupported_media_type",
-                f"Content-Type must be {JSON}, got {request.content_type}",
+                f"Content-Type must be {JSON}, got {request.content_type[:64]}",
             )
         length = request.content_length
         if length is not None and length > self._max_body_bytes:

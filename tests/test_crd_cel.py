@@ -134,6 +134,16 @@ CROSS_FIELD_CASES = [
         {DUP_HUMAN, DUP_ACROSS, DUP_EXTERNAL, DUP_CHANNEL},
     ),
     (
+        "32 channels and no human source (the guards must not evaluate the absent side)",
+        {"external": channels(*[(f"c{i}", f"e{i}") for i in range(32)])},
+        set(),
+    ),
+    (
+        "64 human scores and no external channel",
+        {"human": human(*[f"s{i}" for i in range(64)])},
+        set(),
+    ),
+    (
         "multi-byte names compare by value",
         {"human": human("😀", "é"), "external": channels(("x", "😀"))},
         {DUP_ACROSS},

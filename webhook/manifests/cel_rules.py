@@ -14,7 +14,11 @@ CRD is accepted unchanged from Kubernetes 1.25 on.
 kube-apiserver skips CEL when the object already has a blocking schema error
 (required, enum, too long, too many, wrong type), so a rule may assume that
 required fields are present and that every list and string respects its
-bound. Optional fields (`human`, `external`) are guarded with `has()`.
+bound. Optional fields (`human`, `external`) are guarded with `has(...) ? rule :
+true` rather than `!has(...) || rule`: the two mean the same in CEL, but the
+conditional never evaluates the side it does not take in any engine, while
+cel-python evaluates both sides of `||` and, inside a comprehension, lets the
+resulting errors compound until it runs out of memory.
 
 Every list a rule iterates and every string it compares is bounded by
 `maxItems`/`maxLength` in the schema: kube-apiserver estimates each rule's
@@ -63,8 +67,9 @@ DUPLICATE_HUMAN = CelRule(
 DUPLICATE_ACROSS = CelRule(
     at="",
     rule=(
-        "!has(self.human) || !has(self.external)"
-        " || self.external.all(c, !self.human.scores.exists(s, s.name == c.score.name))"
+        "has(self.human) && has(self.external)"
+        " ? self.external.all(c, !self.human.scores.exists(s, s.name == c.score.name))"
+        " : true"
     ),
     message=limits.MSG_DUP_ACROSS,
 )
@@ -75,9 +80,9 @@ DUPLICATE_ACROSS = CelRule(
 DUPLICATE_EXTERNAL = CelRule(
     at="",
     rule=(
-        "!has(self.external) || self.external.all(c,"
-        " (has(self.human) && self.human.scores.exists(s, s.name == c.score.name))"
-        " || self.external.exists_one(d, d.score.name == c.score.name))"
+        "has(self.external) ? self.external.all(c,"
+        " (has(self.human) ? self.human.scores.exists(s, s.name == c.score.name) : false)"
+        " || self.external.exists_one(d, d.score.name == c.score.name)) : true"
     ),
     message=limits.MSG_DUP_EXTERNAL,
 )

@@ -197,6 +197,22 @@ def test_a_custom_namespace_and_service_name_the_sans_and_the_secret(
         ),
         pytest.param(["--days", "ten"], "invalid int value", id="a lifetime that is not a number"),
         pytest.param(["--key-type", "dsa"], "invalid choice", id="an unknown key type"),
+        pytest.param(
+            ["--namespace", "Bad NS"],
+            "--namespace must be a Kubernetes name",
+            id="a namespace with a space",
+        ),
+        pytest.param(
+            ["--service", "a.b"], "--service must be a Kubernetes name", id="a dotted service name"
+        ),
+        pytest.param(
+            ["--service", "x" * 64],
+            "--service must be a Kubernetes name",
+            id="a 64-character service name",
+        ),
+        pytest.param(
+            ["--namespace", ""], "--namespace must be a Kubernetes name", id="an empty namespace"
+        ),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(

@@ -198,6 +198,32 @@ def test_impossible_requests_are_refused(hosts: tuple[str, ...], days: int, ca_d
         issue_bundle(hosts, days=days, ca_days=ca_days, now=NOW)
 
 
+@pytest.mark.parametrize(
+    "host",
+    [
+        pytest.param("", id="an empty name"),
+        pytest.param("bad host", id="a name with a space"),
+        pytest.param("ünï.example", id="a unicode name not in its xn-- form"),
+        pytest.param("a" * 64 + ".example", id="a label over 63 characters"),
+        pytest.param("a." * 127 + "b", id="a name over 253 characters"),
+        pytest.param("-leading.example", id="a label starting with a hyphen"),
+        pytest.param("1.2.3.4/24", id="a network instead of an address"),
+        pytest.param("two..dots", id="an empty label"),
+    ],
+)
+def test_a_host_no_client_could_match_is_refused_by_name(host: str) -> None:
+    with pytest.raises(ValueError, match="is not a DNS name or IP address"):
+        issue_bundle(["localhost", host], now=NOW)
+
+
+@pytest.mark.parametrize(
+    "host", ["xn--n-xga.example", "*.feedbackstore-system.svc", "::1", "10.0.0.1"]
+)
+def test_wildcards_idna_names_and_ip_addresses_are_accepted(host: str) -> None:
+    leaf = load(issue_bundle([host], now=NOW).cert)
+    assert sans(leaf) == [host]
+
+
 # ---------------------------------------------------------------- files
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import ipaddress
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,6 +51,32 @@ class Authority:
 
     cert: x509.Certificate
     key: PrivateKey
+
+
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?")
+_MAX_HOST_LENGTH = 253
+
+
+def is_dns_label(text: str) -> bool:
+    """An RFC 1123 label as Kubernetes names namespaces and Services: a-z, 0-9, '-', <= 63."""
+    return _LABEL.fullmatch(text) is not None
+
+
+def check_host(host: str) -> None:
+    """Refuse what no TLS client could match: an IP literal or an ASCII DNS name (`*.` allowed)."""
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    name = host.removeprefix("*.")
+    labels = name.split(".")
+    if len(host) > _MAX_HOST_LENGTH or not all(_HOST_LABEL.fullmatch(label) for label in labels):
+        raise ValueError(
+            f"{host!r} is not a DNS name or IP address (ASCII letters, digits, '-' and '.'; "
+            "internationalised names in their xn-- form)"
+        )
 
 
 def service_hosts(service: str, namespace: str) -> tuple[str, ...]:
@@ -118,6 +145,8 @@ def issue_serving(
     """A new serving key and certificate for `hosts`, signed by `authority`."""
     if not hosts:
         raise ValueError("a serving certificate needs at least one host name")
+    for host in hosts:
+        check_host(host)
     _check_days(days)
     start = _start(now)
     end = min(start + dt.timedelta(days=days), authority.cert.not_valid_after_utc)

@@ -52,11 +52,19 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.certs.issue import KeyType
+    from webhook.certs.issue import KeyType, is_dns_label
 
     if args.days < 1 or args.days > 3650:
         print(f"certs: --days must be between 1 and 3650, not {args.days}", file=sys.stderr)
         return EXIT_FAILED
+    for option, value in (("--namespace", args.namespace), ("--service", args.service)):
+        if not is_dns_label(value):
+            print(
+                f"certs: {option} must be a Kubernetes name (a DNS label: a-z, 0-9 and '-', "
+                f"at most 63 characters), not {value!r}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED
     try:
         return _issue(args, KeyType(args.key_type))
     except OSError as error:

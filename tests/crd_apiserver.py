@@ -24,6 +24,7 @@ without a cluster:
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,7 +73,13 @@ class CrdServer:
 
     def __post_init__(self) -> None:
         self._validator = jsonschema.Draft7Validator(strict_validation_schema(self.schema))
-        env = celpy.Environment()
+        # celpy.Environment() raises the interpreter-wide recursion limit to 2500 and
+        # never lowers it again; other tests in the same process rely on the default.
+        limit = sys.getrecursionlimit()
+        try:
+            env = celpy.Environment()
+        finally:
+            sys.setrecursionlimit(limit)
         for path, node in schema_nodes(self.schema):
             compiled = [
                 (env.program(env.compile(rule["rule"])), rule["message"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from typing import Any
 
 import pytest
@@ -330,3 +331,9 @@ def test_the_crd_carries_every_rule_at_its_node_with_its_platform_message() -> N
 def test_rules_use_only_fields_every_supported_kubernetes_accepts() -> None:
     for rule in SPEC_RULES:
         assert set(rule.validation()) == {"rule", "message"}
+
+
+def test_building_the_cel_harness_leaves_the_recursion_limit_alone() -> None:
+    before = sys.getrecursionlimit()
+    CrdServer.from_crd(crd_manifest())
+    assert sys.getrecursionlimit() == before

@@ -231,3 +231,11 @@ def test_an_out_dir_that_cannot_be_created_exits_2_naming_it(tmp_path: pathlib.P
     assert result.returncode == 2
     assert f"cannot write to {blocker / 'certs'}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_cli_defaults_are_the_names_the_manifests_and_dev_certificates_use() -> None:
+    from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
+    from webhook.cli import certs as cli
+
+    assert (cli.DEFAULT_NAMESPACE, cli.DEFAULT_SERVICE) == (DEFAULT_NAMESPACE, DEFAULT_SERVICE)
+    assert (DEFAULT_NAMESPACE, DEFAULT_SERVICE) == (NAMESPACE, "feedbackstore-webhook")

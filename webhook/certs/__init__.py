@@ -3,8 +3,9 @@
 kube-apiserver only calls a webhook over TLS it can verify, so every install
 path needs a CA bundle and a serving certificate whose SANs cover the Service's
 DNS names. This package issues both (`issue`), writes them with private keys
-mode 0600 (`files`), reuses them while they still fit (`dev`), and renders the
-kustomize pieces that carry them into a cluster (`kustomize`).
+mode 0600 (`files`), keeps or renews them (`reuse`, `renewal`; `dev` for
+`serve --dev`), and renders the kustomize overlay that carries them into a
+cluster (`kustomize`, `overlay`).
 """
 
 from webhook.certs.dev import DEFAULT_NAMESPACE, DEFAULT_SERVICE, dev_hosts, ensure_dev_certificates

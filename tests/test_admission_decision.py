@@ -4,6 +4,8 @@ and what the user is told. Every answer is also checked the way kube-apiserver c
 from __future__ import annotations
 
 import copy
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -197,6 +199,16 @@ def test_update_with_an_old_object_of_the_wrong_shape_judges_the_new_one() -> No
     assert (response["allowed"], why) == (False, Why.INVALID)
 
 
+@pytest.fixture(name="default_recursion_limit")
+def _default_recursion_limit() -> Iterator[None]:
+    """CPython's default limit, as the server runs with (another test may have raised it)."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(previous)
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_update_comparing_two_specs_too_deep_to_compare_judges_the_new_one() -> None:
     body = nested_spec_body(1000).replace(b'"operation":"CREATE"', b'"operation":"UPDATE"')
     text = body.replace(b'"oldObject":null', b'"oldObject":' + _object_text(body))

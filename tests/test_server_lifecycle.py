@@ -4,6 +4,7 @@ exits 0; `--workers N` shares one port between processes; `--dev` works out of t
 from __future__ import annotations
 
 import asyncio
+import os
 import pathlib
 import re
 import shlex
@@ -155,6 +156,32 @@ async def test_workers_share_one_port_merge_their_metrics_and_stop_together(
     server.signal(signal.SIGTERM)
     assert server.wait(timeout=30) == 0
     assert server.wait_log(lambda e: e.get("msg") == "workers stopped")["exit_code"] == 0
+
+
+async def test_a_worker_that_dies_is_replaced_and_the_port_keeps_serving(
+    console: Any, serving_files: PlainFiles, ca: trustme.CA
+) -> None:
+    server: ConsoleServer = console(*tls_args(serving_files), "--port", "0", "--workers", "2",
+                                    "--shutdown-delay", "0")  # fmt: skip
+    port = serving_port(server)
+    pids = server.wait_log(lambda e: e.get("msg") == "workers started")["pids"]
+    for pid in pids:
+        server.wait_log(lambda e, pid=pid: e.get("msg") == "serving" and e["pid"] == pid)
+    await asyncio.sleep(5.5)  # past the supervisor's "died right after starting" window
+    os.kill(pids[0], signal.SIGKILL)
+    server.wait_log(lambda e: e.get("msg") == "worker exited" and e["pid"] == pids[0])
+    replacement = server.wait_log(lambda e: e.get("msg") == "serving" and e["pid"] not in pids)
+    client = WebhookClient(port, client_context(ca), keepalive=False)
+    try:
+        for _ in range(20):
+            sent = create(duplicate_spec())
+            assert accepted_answer(sent, *await client.review(sent))["allowed"] is False
+    finally:
+        await client.close()
+    denied_by = {e["pid"] for e in server.logs if e.get("msg") == "denied"}
+    assert replacement["pid"] in denied_by, "the kernel spreads connections over the new worker"
+    server.signal(signal.SIGTERM)
+    assert server.wait(timeout=30) == 0
 
 
 async def test_dev_mode_makes_certificates_and_prints_a_working_curl_command(

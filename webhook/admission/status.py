@@ -10,11 +10,12 @@ errors; any other shape reads `admission webhook "..." denied the request`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
-from webhook.rules import Verdict, limits
+from webhook.rules import Problem, Verdict, limits
 from webhook.rules.field_errors import quote
-from webhook.rules.report import fit_lines, more_problems
+from webhook.rules.report import more_problems
 
 INVALID_CODE: Final = 422
 INVALID_REASON: Final = "Invalid"
@@ -24,17 +25,13 @@ QUALIFIED_KIND: Final = f"{limits.KIND}.{limits.GROUP}"
 # so a million-problem object still gets an answer of a few kilobytes.
 MESSAGE_BUDGET: Final = 4096
 _TAIL_RESERVE: Final = 40
+_SEPARATOR_LENGTH: Final = len(", ")
 
 
 def invalid_status(name: str, verdict: Verdict) -> dict[str, Any]:
     """metav1.Status for a refused object, bounded whatever the number of problems."""
-    lines = [str(p) for p in verdict.problems]
-    kept, dropped = fit_lines(lines, MESSAGE_BUDGET - _TAIL_RESERVE, separator=", ")
-    dropped += verdict.omitted
-    causes: list[dict[str, str]] = [
-        {"reason": p.type.value, "message": p.message, "field": p.field}
-        for p in verdict.problems[: len(kept)]
-    ]
+    kept, causes = _listed(verdict.problems)
+    dropped = verdict.problem_count - len(kept)
     if dropped:
         kept.append(more_problems(dropped))
         causes.append({"message": more_problems(dropped), "field": "spec"})
@@ -46,3 +43,29 @@ def invalid_status(name: str, verdict: Verdict) -> dict[str, Any]:
         "details": {"name": name, "group": limits.GROUP, "kind": limits.KIND, "causes": causes},
         "code": INVALID_CODE,
     }
+
+
+def _listed(problems: Sequence[Problem]) -> tuple[list[str], list[dict[str, str]]]:
+    """`field: message` lines and causes of the leading problems that fit MESSAGE_BUDGET.
+
+    The rule of `webhook.rules.report.fit_lines` (the lines joined by ", " fit;
+    at least one, cut if need be), in one pass that stops at the budget: each
+    message is made once, and none for the thousands of problems past it.
+    """
+    budget = MESSAGE_BUDGET - _TAIL_RESERVE
+    lines: list[str] = []
+    causes: list[dict[str, str]] = []
+    used = 0
+    for problem in problems:
+        message = problem.message
+        line = f"{problem.field}: {message}"
+        used += len(line) + (_SEPARATOR_LENGTH if lines else 0)
+        if used > budget:
+            if lines:
+                break
+            line = line[: max(budget - 3, 0)] + "..."
+        lines.append(line)
+        causes.append({"reason": problem.type, "message": message, "field": problem.field})
+        if used > budget:
+            break
+    return lines, causes

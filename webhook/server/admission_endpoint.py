@@ -9,11 +9,11 @@ a JSON Status naming the problem; the server never answers 5xx for it.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Final
 
 import orjson
 from aiohttp import web
+from aiohttp.hdrs import CONTENT_TYPE
 
 from webhook.admission import (
     AdmissionRequest,
@@ -25,11 +25,11 @@ from webhook.admission import (
     review_answer,
     subject_name,
 )
-from webhook.server.logs import logger
+from webhook.server.logs import HotPathLog
 from webhook.server.metrics import WebhookMetrics
 from webhook.server.refusal import refusal
 
-_log = logger("admission")
+_log = HotPathLog("admission")
 JSON: Final = "application/json"
 # Allowed requests worth a log line: the webhook configuration or the object needs a look.
 _NOTEWORTHY: Final = frozenset({Why.FOREIGN_RESOURCE, Why.UNKNOWN_OPERATION})
@@ -41,24 +41,23 @@ class AdmissionEndpoint:
     """The /validate handler with its limits and metrics bound once, not looked up per request."""
 
     def __init__(self, metrics: WebhookMetrics, max_body_bytes: int, body_timeout: float) -> None:
-        self._metrics = metrics
+        self._counts = metrics.requests
         self._max_body_bytes = max_body_bytes
         self._body_timeout = body_timeout
 
     async def handle(self, request: web.Request) -> web.Response:
-        metrics = self._metrics
-        started = time.perf_counter()
-        metrics.in_flight.inc()
+        counts = self._counts
+        started = counts.begin()
         try:
             return await self._answer(request)
         finally:
-            metrics.in_flight.dec()
-            metrics.latency.observe(time.perf_counter() - started)
+            counts.end(started)
 
     async def _answer(self, request: web.Request) -> web.Response:
         if request.method != "POST":
             return self._refuse(request, 405, "method_not_allowed", "use POST", allow="POST")
-        if request.content_type != JSON:
+        # The exact header kube-apiserver sends is taken as is; anything else is parsed.
+        if request.headers.get(CONTENT_TYPE) != JSON and request.content_type != JSON:
             return self._refuse(
                 request,
                 415,
@@ -85,15 +84,22 @@ class AdmissionEndpoint:
             decision = decide(review.request)
         except BadReviewError as error:
             return self._refuse(request, 400, error.reason.value, error.message)
-        self._metrics.count_request(review.request.operation, decision.allowed)
+        self._counts.count_request(review.request.operation, decision.allowed)
         if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
             _record(review.request, decision)
         return web.Response(body=orjson.dumps(review_answer(review, decision)), content_type=JSON)
 
     async def _read(self, request: web.Request) -> bytes:
-        if request.content.is_eof():
-            # The whole body is already buffered (the common case): no timer needed.
-            return await request.read()
+        content = request.content
+        if content.is_eof():
+            # The whole body is already buffered (the common case): take it as it is,
+            # without a timer or `read()`'s copy through a bytearray.
+            body = content.read_nowait()
+            if len(body) > self._max_body_bytes:
+                raise web.HTTPRequestEntityTooLarge(
+                    max_size=self._max_body_bytes, actual_size=len(body)
+                )
+            return body
         async with asyncio.timeout(self._body_timeout):
             return await request.read()
 
@@ -116,12 +122,11 @@ class AdmissionEndpoint:
         allow: str | None = None,
         close: bool = False,
     ) -> web.Response:
-        self._metrics.count_bad_request(reason)
+        self._counts.count_bad_request(reason)
         _log.warning(
             "bad request",
-            extra={"fields": {"status": status, "reason": reason, "error": message,
-                              "remote": request.remote}},
-        )  # fmt: skip
+            {"status": status, "reason": reason, "error": message, "remote": request.remote},
+        )
         response = refusal(status, message, allow=allow)
         if close:
             # The rest of an oversized or stalled body is not worth reading.
@@ -145,9 +150,9 @@ def _record(request: AdmissionRequest, decision: Decision) -> None:
     if verdict is not None:
         fields["problems"] = verdict.problem_count
     if not decision.allowed:
-        _log.info("denied", extra={"fields": fields})
+        _log.info("denied", fields)
     elif decision.why in _EXEMPT:
         if verdict is not None and not verdict.valid:
-            _log.info("allowed despite an invalid spec", extra={"fields": fields})
+            _log.info("allowed despite an invalid spec", fields)
     elif decision.why in _NOTEWORTHY:
-        _log.warning("allowed without checking", extra={"fields": fields})
+        _log.warning("allowed without checking", fields)

@@ -14,6 +14,7 @@ from typing import Any, Final
 import orjson
 from aiohttp import web
 from aiohttp.hdrs import CONTENT_TYPE
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from webhook.admission import (
     AdmissionRequest,
@@ -31,6 +32,8 @@ from webhook.server.refusal import refusal
 
 _log = HotPathLog("admission")
 JSON: Final = "application/json"
+# Copied into each answer: cheaper than having aiohttp build the header from `content_type`.
+_JSON_HEADERS: Final = CIMultiDictProxy(CIMultiDict({CONTENT_TYPE: JSON}))
 # Allowed requests worth a log line: the webhook configuration or the object needs a look.
 _NOTEWORTHY: Final = frozenset({Why.FOREIGN_RESOURCE, Why.UNKNOWN_OPERATION})
 _EXEMPT: Final = frozenset({Why.UNCHANGED_SPEC, Why.TERMINATING})
@@ -49,11 +52,19 @@ class AdmissionEndpoint:
         counts = self._counts
         started = counts.begin()
         try:
-            return await self._answer(request)
+            refused = self._refuse_headers(request)
+            if refused is not None:
+                return refused
+            content = request.content
+            if not content.is_eof():
+                return await self._answer_when_read(request)
+            # The whole body is already buffered (the common case): take it as it is,
+            # without a timer, another coroutine or `read()`'s copy through a bytearray.
+            return self._answer(request, content.read_nowait())
         finally:
             counts.end(started)
 
-    async def _answer(self, request: web.Request) -> web.Response:
+    def _refuse_headers(self, request: web.Request) -> web.Response | None:
         if request.method != "POST":
             return self._refuse(request, 405, "method_not_allowed", "use POST", allow="POST")
         # The exact header kube-apiserver sends is taken as is; anything else is parsed.
@@ -67,8 +78,12 @@ class AdmissionEndpoint:
         length = request.content_length
         if length is not None and length > self._max_body_bytes:
             return self._too_large(request)
+        return None
+
+    async def _answer_when_read(self, request: web.Request) -> web.Response:
         try:
-            body = await self._read(request)
+            async with asyncio.timeout(self._body_timeout):
+                body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return self._too_large(request)
         except TimeoutError:
@@ -79,6 +94,11 @@ class AdmissionEndpoint:
                 f"request body not received within {self._body_timeout:g} s",
                 close=True,
             )
+        return self._answer(request, body)
+
+    def _answer(self, request: web.Request, body: bytes) -> web.Response:
+        if len(body) > self._max_body_bytes:
+            return self._too_large(request)
         try:
             review = decode_review(body)
             decision = decide(review.request)
@@ -87,21 +107,8 @@ class AdmissionEndpoint:
         self._counts.count_request(review.request.operation, decision.allowed)
         if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
             _record(review.request, decision)
-        return web.Response(body=orjson.dumps(review_answer(review, decision)), content_type=JSON)
-
-    async def _read(self, request: web.Request) -> bytes:
-        content = request.content
-        if content.is_eof():
-            # The whole body is already buffered (the common case): take it as it is,
-            # without a timer or `read()`'s copy through a bytearray.
-            body = content.read_nowait()
-            if len(body) > self._max_body_bytes:
-                raise web.HTTPRequestEntityTooLarge(
-                    max_size=self._max_body_bytes, actual_size=len(body)
-                )
-            return body
-        async with asyncio.timeout(self._body_timeout):
-            return await request.read()
+        answer = orjson.dumps(review_answer(review, decision))
+        return web.Response(body=answer, headers=_JSON_HEADERS)
 
     def _too_large(self, request: web.Request) -> web.Response:
         return self._refuse(
@@ -145,7 +152,7 @@ def _record(request: AdmissionRequest, decision: Decision) -> None:
         "name": subject_name(request),
         "user": request.user_info.username,
         "dry_run": bool(request.dry_run),
-        "why": decision.why.value,
+        "why": decision.why,  # a StrEnum: orjson writes its value
     }
     if verdict is not None:
         fields["problems"] = verdict.problem_count

@@ -113,33 +113,36 @@ class JsonLines:
 
     def write(self, line: bytes) -> None:
         """Queue or write one line, which ends with a newline."""
-        with self._lock:
-            loop = self._loop
-            if loop is None or threading.get_ident() != self._loop_thread:
-                self._put((line,))
-                return
+        loop = self._loop
+        if loop is not None and threading.get_ident() == self._loop_thread:
+            # Only the loop's thread touches the queue: no lock on the hot path.
             queued = self._queued
             queued.append(line)
             if len(queued) == 1:
                 try:
-                    loop.call_soon(self.flush)
+                    loop.call_soon(self._write_queued)
                 except RuntimeError:  # the loop was closed without unbinding: no batching
-                    self._queued = []
-                    self._put(queued)
+                    self._write_queued()
+            return
+        with self._lock:
+            self._put((line,))
 
     def flush(self) -> None:
-        """Write everything queued now."""
-        with self._lock:
-            queued, self._queued = self._queued, []
-            if queued:
-                self._put(queued)
+        """Write what is queued now (on the loop's thread; other threads' lines never wait)."""
+        if self._loop is None or threading.get_ident() == self._loop_thread:
+            self._write_queued()
 
     def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        """Batch the lines of `loop`'s thread on `loop`; None writes what is queued and stops."""
-        self.flush()
-        with self._lock:
-            self._loop = loop
-            self._loop_thread = threading.get_ident() if loop is not None else 0
+        """Batch lines on `loop` (call on its thread); None writes what is queued and stops."""
+        self._write_queued()
+        self._loop = loop
+        self._loop_thread = threading.get_ident() if loop is not None else 0
+
+    def _write_queued(self) -> None:
+        queued, self._queued = self._queued, []
+        if queued:
+            with self._lock:
+                self._put(queued)
 
     def _put(self, lines: Sequence[bytes]) -> None:
         try:

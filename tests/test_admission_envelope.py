@@ -8,9 +8,21 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from tests.admission_support.reviews import V1, V1BETA1, create, valid_spec
-from webhook.admission import BadReviewError, BadReviewReason, decode_review
+from tests.admission_support.reviews import (
+    V1,
+    V1BETA1,
+    create,
+    feedbackstore,
+    review,
+    update,
+    valid_spec,
+)
+from webhook.admission import BadReviewError, BadReviewReason, decode_review, schema
+from webhook.admission.envelope_read import from_model, read_review
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "shared/fixtures/k8s-api-testdata"
 UPSTREAM = {
@@ -181,3 +193,80 @@ def nested_spec_body(levels: int) -> bytes:
 def test_an_object_nested_just_under_the_json_limit_still_parses() -> None:
     review = decode_review(nested_spec_body(1000))
     assert review.request.object["spec"]["human"]["a"]["a"] is not None
+
+
+# Every field of the envelope, and a few a newer API server might add.
+ENVELOPE_FIELDS: list[tuple[str, ...]] = [
+    ("apiVersion",), ("kind",), ("request",), ("response",), ("extra",),
+    *[("request", key) for key in (
+        "uid", "kind", "resource", "subResource", "requestKind", "requestResource",
+        "requestSubResource", "name", "namespace", "operation", "userInfo", "object",
+        "oldObject", "dryRun", "options", "future")],
+    *[("request", gvk, key) for gvk in ("kind", "requestKind")
+      for key in ("group", "version", "kind", "x")],
+    *[("request", gvr, key) for gvr in ("resource", "requestResource")
+      for key in ("group", "version", "resource", "x")],
+    *[("request", "userInfo", key) for key in ("username", "uid", "groups", "extra", "x")],
+    ("request", "userInfo", "extra", "scope"),
+]  # fmt: skip
+REMOVED = object()
+_texts = st.text(max_size=3)
+# Values of every JSON type, weighted towards the types the fields may really have.
+envelope_values = st.one_of(
+    _texts, st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False),
+    st.lists(_texts, max_size=2), st.lists(st.integers(0, 2), min_size=1, max_size=2),
+    st.dictionaries(st.sampled_from(["group", "version", "kind", "resource", "x"]),
+                    st.one_of(_texts, st.none(), st.integers(0, 1)), max_size=3),
+    st.dictionaries(_texts, st.one_of(st.none(), st.lists(_texts, max_size=2), _texts),
+                    max_size=2),
+    st.sampled_from([V1, V1BETA1, "AdmissionReview", "CREATE", REMOVED]),
+)  # fmt: skip
+
+
+def _mutated(changes: list[tuple[tuple[str, ...], Any]]) -> Any:
+    sent: Any = create(valid_spec())
+    for path, value in changes:
+        target = sent
+        for key in path[:-1]:
+            target = target.get(key) if type(target) is dict else None
+        if type(target) is not dict:
+            continue
+        if value is REMOVED:
+            target.pop(path[-1], None)
+        else:
+            target[path[-1]] = value
+    return orjson.loads(orjson.dumps(sent))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(ENVELOPE_FIELDS), envelope_values), max_size=3))
+def test_the_direct_read_and_the_models_give_the_same_answer_for_any_envelope(
+    changes: list[tuple[tuple[str, ...], Any]],
+) -> None:
+    document = _mutated(changes)
+    direct = read_review(document)
+    try:
+        model = schema.AdmissionReview.model_validate(document)
+    except ValidationError:
+        assert direct is None
+        with pytest.raises(BadReviewError):
+            decode_review(orjson.dumps(document))
+        return
+    assert direct is None or direct == from_model(model)
+    assert decode_review(orjson.dumps(document)) == from_model(model)
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [pytest.param(create(valid_spec()), id="a CREATE"),
+     pytest.param(create(valid_spec(), api_version=V1BETA1, dry_run=True),
+                  id="a v1beta1 dry-run CREATE"),
+     pytest.param(update(valid_spec(), valid_spec()), id="an UPDATE with its old object"),
+     pytest.param(review("DELETE", None, feedbackstore(valid_spec())), id="a DELETE"),
+     pytest.param(review("UPDATE", feedbackstore(valid_spec()), feedbackstore(valid_spec()),
+                         sub_resource="status"), id="a status update")],
+)  # fmt: skip
+def test_what_kube_apiserver_sends_is_read_directly_without_the_models(sent: Any) -> None:
+    direct = read_review(orjson.loads(orjson.dumps(sent)))
+    assert direct is not None
+    assert direct == from_model(schema.AdmissionReview.model_validate(sent))

@@ -3,7 +3,7 @@
 A malformed review is a broken or hostile client, not a FeedbackStore to judge:
 it gets a 4xx with a message naming the first thing wrong, and a short reason
 for the bad-requests metric. Nothing here recurses over the input: orjson
-refuses documents nested deeper than 1024 levels, and the models leave the
+refuses documents nested deeper than 1024 levels, and the envelope leaves the
 embedded objects untyped.
 """
 
@@ -15,7 +15,9 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from webhook.admission import schema
 from webhook.admission.envelope import API_VERSIONS, REVIEW_KIND, AdmissionReview
+from webhook.admission.envelope_read import from_model, read_review
 from webhook.rules.field_errors import format_value
 
 # Validation errors listed in one message; a hostile envelope can have thousands.
@@ -62,6 +64,21 @@ def decode_review(body: bytes) -> AdmissionReview:
 
 def review_from_document(document: Any) -> AdmissionReview:
     """Type-check an already decoded AdmissionReview, naming the first thing wrong."""
+    review = read_review(document)
+    if review is not None:
+        return review
+    try:
+        model = schema.AdmissionReview.model_validate(document)
+    except ValidationError as error:
+        # Whatever the models accept passes every check below, so they run only to say
+        # what is wrong, in a client's words rather than the models' where they can.
+        _check_outline(document)
+        raise BadReviewError(BadReviewReason.WRONG_TYPE, _describe(error)) from None
+    return from_model(model)
+
+
+def _check_outline(document: Any) -> None:
+    """Raise for an object, kind, apiVersion, request or uid that is missing or wrong."""
     if type(document) is not dict:
         raise BadReviewError(
             BadReviewReason.NOT_OBJECT,
@@ -85,10 +102,6 @@ def review_from_document(document: Any) -> AdmissionReview:
         )
     if request.get("uid") in (None, ""):
         raise BadReviewError(BadReviewReason.NO_UID, "AdmissionReview request has no uid")
-    try:
-        return AdmissionReview.model_validate(document)
-    except ValidationError as error:
-        raise BadReviewError(BadReviewReason.WRONG_TYPE, _describe(error)) from None
 
 
 def _shown(value: object) -> str:

@@ -1,115 +1,72 @@
-"""The AdmissionReview envelope (admission.k8s.io/v1 and v1beta1) as typed models.
+"""The AdmissionReview envelope (admission.k8s.io/v1 and v1beta1) as the webhook reads it.
 
-Every field kube-apiserver may send is declared, so the upstream round-trip
-fixtures (which set all of them, even a `response` inside a request) parse;
-fields a newer API server adds are ignored rather than refused. Types are
-strict (a number is not a uid) because a wrongly typed envelope is a broken
-client, answered 400 rather than guessed at. `object`, `oldObject` and
-`options` stay untyped (`RawExtension`): the rules read them, and typing them
-here would walk a 1.5 MiB object twice.
+Named tuples: immutable, typed, and cheap to build once per request. Every
+field kube-apiserver may send is here, with the type and default that
+`schema` declares for it; `decode` builds them straight from the JSON for
+the shape kube-apiserver sends, and from the validated `schema` models for
+anything else. `object`, `oldObject` and `options` stay untyped
+(`RawExtension`): the rules read them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from webhook.admission.schema import API_VERSIONS, REVIEW_KIND, V1, V1BETA1, AdmissionResponse
 
-V1: Final = "admission.k8s.io/v1"
-V1BETA1: Final = "admission.k8s.io/v1beta1"
-API_VERSIONS: Final = (V1, V1BETA1)
-REVIEW_KIND: Final = "AdmissionReview"
+__all__ = [
+    "API_VERSIONS",
+    "REVIEW_KIND",
+    "V1",
+    "V1BETA1",
+    "AdmissionRequest",
+    "AdmissionReview",
+    "GroupVersionKind",
+    "GroupVersionResource",
+    "UserInfo",
+]
 
-ApiVersion = Literal["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]
 
-
-class _Envelope(BaseModel):
-    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
-
-
-class GroupVersionKind(_Envelope):
+class GroupVersionKind(NamedTuple):
     group: str = ""
     version: str = ""
     kind: str = ""
 
 
-class GroupVersionResource(_Envelope):
+class GroupVersionResource(NamedTuple):
     group: str = ""
     version: str = ""
     resource: str = ""
 
 
-class UserInfo(_Envelope):
+class UserInfo(NamedTuple):
     username: str = ""
     uid: str = ""
     groups: list[str] | None = None
     extra: dict[str, list[str] | None] | None = None
 
 
-class StatusCause(_Envelope):
-    reason: str = ""
-    message: str = ""
-    field: str = ""
-
-
-class StatusDetails(_Envelope):
-    name: str = ""
-    group: str = ""
-    kind: str = ""
-    uid: str = ""
-    causes: list[StatusCause] | None = None
-    retry_after_seconds: int = Field(default=0, alias="retryAfterSeconds")
-
-
-class ListMeta(_Envelope):
-    self_link: str = Field(default="", alias="selfLink")
-    resource_version: str = Field(default="", alias="resourceVersion")
-    continue_: str = Field(default="", alias="continue")
-    remaining_item_count: int | None = Field(default=None, alias="remainingItemCount")
-    shard_info: dict[str, Any] | None = Field(default=None, alias="shardInfo")
-
-
-class Status(_Envelope):
-    """metav1.Status as embedded in an AdmissionResponse (no apiVersion/kind there)."""
-
-    metadata: ListMeta | None = None
-    status: str = ""
-    message: str = ""
-    reason: str = ""
-    details: StatusDetails | None = None
-    code: int = 0
-
-
-class AdmissionResponse(_Envelope):
+class AdmissionRequest(NamedTuple):
     uid: str
-    allowed: bool
-    status: Status | None = None
-    patch: str | None = None
-    patch_type: str | None = Field(default=None, alias="patchType")
-    audit_annotations: dict[str, str] | None = Field(default=None, alias="auditAnnotations")
-    warnings: list[str] | None = None
-
-
-class AdmissionRequest(_Envelope):
-    uid: str = Field(min_length=1)
     kind: GroupVersionKind = GroupVersionKind()
     resource: GroupVersionResource = GroupVersionResource()
-    sub_resource: str = Field(default="", alias="subResource")
-    request_kind: GroupVersionKind | None = Field(default=None, alias="requestKind")
-    request_resource: GroupVersionResource | None = Field(default=None, alias="requestResource")
-    request_sub_resource: str = Field(default="", alias="requestSubResource")
+    sub_resource: str = ""
+    request_kind: GroupVersionKind | None = None
+    request_resource: GroupVersionResource | None = None
+    request_sub_resource: str = ""
     name: str = ""
     namespace: str = ""
     operation: str = ""
-    user_info: UserInfo = Field(default=UserInfo(), alias="userInfo")
+    user_info: UserInfo = UserInfo()
     object: Any = None
-    old_object: Any = Field(default=None, alias="oldObject")
-    dry_run: bool | None = Field(default=None, alias="dryRun")
+    old_object: Any = None
+    dry_run: bool | None = None
     options: Any = None
 
 
-class AdmissionReview(_Envelope):
-    api_version: ApiVersion = Field(alias="apiVersion")
-    kind: Literal["AdmissionReview"]
+class AdmissionReview(NamedTuple):
+    api_version: str
+    kind: str
     request: AdmissionRequest
+    # Only the round-trip fixtures carry one; kept as validated.
     response: AdmissionResponse | None = None

@@ -51,17 +51,30 @@ class _Timestamps:
     _MILLIS: Final = tuple(f".{ms:03d}Z" for ms in range(1000))
 
     def __init__(self) -> None:
-        self._cached = (-1, "")
+        self._cached = (-1, "", b"")
 
     def format(self, created: float) -> str:
         second = int(created)
         cached = self._cached
         if cached[0] != second:
-            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-            cached = self._cached = (second, text)
+            cached = self._renew(second)
         return cached[1] + self._MILLIS[int((created - second) * 1000)]
 
+    def line_start(self, created: float) -> bytes:
+        """`{"time":"...",` as a JSON line starts."""
+        second = int(created)
+        cached = self._cached
+        if cached[0] != second:
+            cached = self._renew(second)
+        return cached[2] + _LINE_MILLIS[int((created - second) * 1000)]
 
+    def _renew(self, second: int) -> tuple[int, str, bytes]:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        self._cached = (second, text, b'{"time":"' + text.encode())
+        return self._cached
+
+
+_LINE_MILLIS: Final = tuple(f'.{ms:03d}Z",'.encode() for ms in range(1000))
 _TIMESTAMPS: Final = _Timestamps()
 
 
@@ -166,9 +179,11 @@ class JsonLines:
             self._stream.write(data.decode())
             self._stream.flush()
             return
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
+        written = os.write(self._fd, data)
+        if written < len(data):  # a signal cut the write short: go on from there
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(self._fd, view) :]
 
 
 def _file_descriptor(stream: TextIO) -> int | None:
@@ -245,12 +260,12 @@ class HotPathLog:
         if head is None:
             entry = {"level": level_name, "logger": log.name, "msg": msg, "pid": _pid}
             head = self._heads[key] = orjson.dumps(entry)[1:-1]
-        time_text = _TIMESTAMPS.format(time.time()).encode()
+        start = _TIMESTAMPS.line_start(time.time())
         if fields:
             tail = b"," + orjson.dumps(fields, default=str, option=orjson.OPT_APPEND_NEWLINE)[1:]
         else:
             tail = b"}\n"
-        sink.write(b'{"time":"' + time_text + b'",' + head + tail)
+        sink.write(start + head + tail)
 
 
 @contextlib.contextmanager

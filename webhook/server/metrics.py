@@ -105,6 +105,8 @@ class LocalRequestCounts:
         self._latency_counts = [0] * len(_BOUNDS)
         self._latency_sum = 0.0
         self._requests: dict[tuple[str, str], list[float]] = {}
+        # The same entries by the handler's own arguments, for the four known operations.
+        self._by_call: dict[tuple[str, bool], list[float]] = {}
         self._bad_requests: dict[tuple[str], list[float]] = {}
 
     def begin(self) -> float:
@@ -119,10 +121,14 @@ class LocalRequestCounts:
         self._latency_sum += seconds
 
     def count_request(self, operation: str, allowed: bool) -> None:
-        key = _labels(operation, allowed)
-        entry = self._requests.get(key)
+        entry = self._by_call.get((operation, allowed))
         if entry is None:
-            entry = self._requests[key] = [0, time.time()]
+            key = _labels(operation, allowed)
+            entry = self._requests.get(key)
+            if entry is None:
+                entry = self._requests[key] = [0, time.time()]
+            if operation in _OPERATION_LABELS:  # client data stays out of the shortcut
+                self._by_call[operation, allowed] = entry
         entry[0] += 1
 
     def count_bad_request(self, reason: str) -> None:

@@ -6,13 +6,13 @@ denial is searchable by its admission uid. Callers pass their fields as
 (they can be megabytes, and may hold data the log reader must not see).
 
 Once `configure` owns the process's output, every line goes through one
-`JsonLines` sink. While the server's event loop is bound to it, the lines of
-one loop iteration are queued and written together right after it (a write
-and a flush per line cost more than building the line), and whatever is
-queued is written when the loop is unbound, before the process exits. The
-lines logged on the admission hot path (`HotPathLog`) skip the logging
-machinery: a LogRecord, the handler walk and its locks cost several times the
-line itself on a server whose caches are full of TLS and HTTP.
+`JsonLines` sink. While the server's event loop is bound to it, lines are
+queued and written a few kilobytes at a time, or 10 ms after the first at
+the latest (a write per line cost more than building the line), and
+whatever is queued is written when the loop is unbound, before the process
+exits. The lines logged on the admission hot path (`HotPathLog`) skip the
+logging machinery: a LogRecord, the handler walk and its locks cost several
+times the line itself on a server whose caches are full of TLS and HTTP.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ LOGGER_NAME: Final = "feedbackstore_webhook"
 # A write of at most PIPE_BUF bytes to a pipe is atomic: the lines of several
 # workers sharing the container's stderr pipe never interleave within one.
 ATOMIC_WRITE_BYTES: Final = select.PIPE_BUF
+# The longest a queued line waits for others to share its write.
+LINGER_SECONDS: Final = 0.01
 
 
 def logger(component: str) -> logging.Logger:
@@ -105,21 +107,25 @@ class JsonFormatter(logging.Formatter):
 
 
 class JsonLines:
-    """Complete lines to a stream, in order; batched per iteration of a bound event loop.
+    """Complete lines to a stream, in order; batched while an event loop is bound.
 
-    Lines written on the bound loop's thread are queued, and the first one of
-    an iteration schedules their write for the next; lines from other threads,
-    or with no loop bound, are written at once. Each write is at most
-    ATOMIC_WRITE_BYTES long (cut between lines; a longer line goes alone) and
-    goes straight to the stream's file descriptor when it has one. If the
-    stream is gone (stderr closed), lines are dropped: there is nowhere left
-    to report it.
+    Lines logged on the bound loop's thread are queued and written together
+    when they fill an atomic write, or within LINGER_SECONDS at the latest: a
+    write costs the server several µs of system time, a queued line less
+    than one. Lines from other threads, or with no loop bound, are
+    written at once, and unbinding writes whatever is queued. Each write is
+    at most ATOMIC_WRITE_BYTES long (cut between lines; a longer line goes
+    alone) and goes straight to the stream's file descriptor when it has one.
+    If the stream is gone (stderr closed), lines are dropped: there is nowhere
+    left to report it.
     """
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._fd = _file_descriptor(stream)
         self._queued: list[bytes] = []
+        self._queued_bytes = 0
+        self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._lock = threading.Lock()
@@ -127,18 +133,20 @@ class JsonLines:
     def write(self, line: bytes) -> None:
         """Queue or write one line, which ends with a newline."""
         loop = self._loop
-        if loop is not None and threading.get_ident() == self._loop_thread:
-            # Only the loop's thread touches the queue: no lock on the hot path.
-            queued = self._queued
-            queued.append(line)
-            if len(queued) == 1:
-                try:
-                    loop.call_soon(self._write_queued)
-                except RuntimeError:  # the loop was closed without unbinding: no batching
-                    self._write_queued()
+        if loop is None or threading.get_ident() != self._loop_thread:
+            with self._lock:
+                self._put((line,))
             return
-        with self._lock:
-            self._put((line,))
+        # Only the loop's thread touches the queue: no lock on the hot path.
+        if self._queued_bytes + len(line) > ATOMIC_WRITE_BYTES:
+            self._write_queued()  # they fill a write; this line starts the next one
+        self._queued.append(line)
+        self._queued_bytes += len(line)
+        if self._timer is None:
+            try:
+                self._timer = loop.call_later(LINGER_SECONDS, self._lingered)
+            except RuntimeError:  # the loop was closed without unbinding: no batching
+                self._write_queued()
 
     def flush(self) -> None:
         """Write what is queued now (on the loop's thread; other threads' lines never wait)."""
@@ -147,12 +155,19 @@ class JsonLines:
 
     def bind(self, loop: asyncio.AbstractEventLoop | None) -> None:
         """Batch lines on `loop` (call on its thread); None writes what is queued and stops."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._write_queued()
         self._loop = loop
         self._loop_thread = threading.get_ident() if loop is not None else 0
 
+    def _lingered(self) -> None:
+        self._timer = None
+        self._write_queued()
+
     def _write_queued(self) -> None:
-        queued, self._queued = self._queued, []
+        queued, self._queued, self._queued_bytes = self._queued, [], 0
         if queued:
             with self._lock:
                 self._put(queued)

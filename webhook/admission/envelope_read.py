@@ -53,55 +53,67 @@ def read_review(document: Any) -> AdmissionReview | None:
 def _request(request: Any) -> AdmissionRequest:
     if type(request) is not dict:
         raise _UnusualError
-    uid = request.get("uid")
-    if type(uid) is not str or not uid:
+    get = request.get
+    uid = get("uid")
+    # Absent strings are "", a null or any other type is not a string.
+    sub_resource, request_sub_resource = get("subResource", ""), get("requestSubResource", "")
+    name, namespace, operation = get("name", ""), get("namespace", ""), get("operation", "")
+    if (
+        type(uid) is not str
+        or not uid
+        or type(sub_resource) is not str
+        or type(request_sub_resource) is not str
+        or type(name) is not str
+        or type(namespace) is not str
+        or type(operation) is not str
+    ):
         raise _UnusualError
-    dry_run = request.get("dryRun")
+    dry_run = get("dryRun")
     if dry_run is not None and type(dry_run) is not bool:
         raise _UnusualError
-    return AdmissionRequest(
+    return AdmissionRequest._make((
         uid,
         _kind(request["kind"]) if "kind" in request else _NO_KIND,
         _resource(request["resource"]) if "resource" in request else _NO_RESOURCE,
-        _text(request, "subResource"),
-        None if (kind := request.get("requestKind")) is None else _kind(kind),
-        None if (resource := request.get("requestResource")) is None else _resource(resource),
-        _text(request, "requestSubResource"),
-        _text(request, "name"),
-        _text(request, "namespace"),
-        _text(request, "operation"),
+        sub_resource,
+        None if (kind := get("requestKind")) is None else _kind(kind),
+        None if (resource := get("requestResource")) is None else _resource(resource),
+        request_sub_resource,
+        name,
+        namespace,
+        operation,
         _user_info(request["userInfo"]) if "userInfo" in request else _NO_USER,
-        request.get("object"),
-        request.get("oldObject"),
+        get("object"),
+        get("oldObject"),
         dry_run,
-        request.get("options"),
-    )
-
-
-def _text(obj: dict[str, Any], key: str) -> str:
-    """A string field: absent is "", null or anything else is not a string."""
-    value = obj.get(key, "")
-    if type(value) is not str:
-        raise _UnusualError
-    return value
+        get("options"),
+    ))  # fmt: skip
 
 
 def _kind(value: Any) -> GroupVersionKind:
     if type(value) is not dict:
         raise _UnusualError
-    return GroupVersionKind(_text(value, "group"), _text(value, "version"), _text(value, "kind"))
+    group, version, kind = value.get("group", ""), value.get("version", ""), value.get("kind", "")
+    if type(group) is not str or type(version) is not str or type(kind) is not str:
+        raise _UnusualError
+    return GroupVersionKind._make((group, version, kind))
 
 
 def _resource(value: Any) -> GroupVersionResource:
     if type(value) is not dict:
         raise _UnusualError
-    return GroupVersionResource(
-        _text(value, "group"), _text(value, "version"), _text(value, "resource")
-    )
+    get = value.get
+    group, version, resource = get("group", ""), get("version", ""), get("resource", "")
+    if type(group) is not str or type(version) is not str or type(resource) is not str:
+        raise _UnusualError
+    return GroupVersionResource._make((group, version, resource))
 
 
 def _user_info(value: Any) -> UserInfo:
     if type(value) is not dict:
+        raise _UnusualError
+    username, uid = value.get("username", ""), value.get("uid", "")
+    if type(username) is not str or type(uid) is not str:
         raise _UnusualError
     groups = value.get("groups")
     if groups is not None:
@@ -115,7 +127,7 @@ def _user_info(value: Any) -> UserInfo:
                 raise _UnusualError
             if values is not None:
                 _check_texts(values)
-    return UserInfo(_text(value, "username"), _text(value, "uid"), groups, extra)
+    return UserInfo._make((username, uid, groups, extra))
 
 
 def _check_texts(values: Any) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import pathlib
 import signal
 import socket
 import threading
@@ -116,6 +117,17 @@ async def test_lines_filling_an_atomic_write_go_at_once_cut_between_lines(
     for write in got:
         assert write.endswith(b"\n")
         assert len(write) <= ATOMIC_WRITE_BYTES or write == line(99, 2 * ATOMIC_WRITE_BYTES)
+
+
+async def test_a_regular_file_gets_every_line_whole_and_in_order(tmp_path: pathlib.Path) -> None:
+    with (tmp_path / "log").open("a") as stream:
+        sink = JsonLines(stream)
+        sink.bind(asyncio.get_running_loop())
+        lines = [line(n, 300) for n in range(500)]
+        for each in lines:
+            sink.write(each)
+        sink.bind(None)
+    assert (tmp_path / "log").read_bytes() == b"".join(lines)
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,8 @@ class AdmissionEndpoint:
             if not content.is_eof():
                 return await self._answer_when_read(request)
             # The whole body is already buffered (the common case): take it as it is,
-            # without a timer, another coroutine or `read()`'s copy through a bytearray.
+            # without a timer, another coroutine or `read()`'s copy through a bytearray
+            # (`_answer` measures it against the limit).
             return self._answer(request, content.read_nowait())
         finally:
             counts.end(started)
@@ -75,12 +76,12 @@ class AdmissionEndpoint:
                 "unsupported_media_type",
                 f"Content-Type must be {JSON}, got {request.content_type[:64]}",
             )
-        length = request.content_length
-        if length is not None and length > self._max_body_bytes:
-            return self._too_large(request)
         return None
 
     async def _answer_when_read(self, request: web.Request) -> web.Response:
+        length = request.content_length
+        if length is not None and length > self._max_body_bytes:
+            return self._too_large(request)  # refused before it is read
         try:
             async with asyncio.timeout(self._body_timeout):
                 body = await request.read()

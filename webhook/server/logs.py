@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import select
+import stat
 import sys
 import threading
 import time
@@ -34,6 +35,9 @@ LOGGER_NAME: Final = "feedbackstore_webhook"
 # A write of at most PIPE_BUF bytes to a pipe is atomic: the lines of several
 # workers sharing the container's stderr pipe never interleave within one.
 ATOMIC_WRITE_BYTES: Final = select.PIPE_BUF
+# A write to a regular file is never interleaved with another (the kernel holds the
+# file's lock for all of it), so lines to a file go in larger writes.
+FILE_WRITE_BYTES: Final = 64 * 1024
 # The longest a queued line waits for others to share its write.
 LINGER_SECONDS: Final = 0.01
 
@@ -110,12 +114,13 @@ class JsonLines:
     """Complete lines to a stream, in order; batched while an event loop is bound.
 
     Lines logged on the bound loop's thread are queued and written together
-    when they fill an atomic write, or within LINGER_SECONDS at the latest: a
+    when they fill a write, or within LINGER_SECONDS at the latest: a
     write costs the server several µs of system time, a queued line less
     than one. Lines from other threads, or with no loop bound, are
     written at once, and unbinding writes whatever is queued. Each write is
-    at most ATOMIC_WRITE_BYTES long (cut between lines; a longer line goes
-    alone) and goes straight to the stream's file descriptor when it has one.
+    at most ATOMIC_WRITE_BYTES long (FILE_WRITE_BYTES to a regular file; cut
+    between lines, a longer line goes alone) and goes straight to the
+    stream's file descriptor when it has one.
     If the stream is gone (stderr closed), lines are dropped: there is nowhere
     left to report it.
     """
@@ -123,6 +128,7 @@ class JsonLines:
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._fd = _file_descriptor(stream)
+        self._write_bytes = FILE_WRITE_BYTES if _is_file(self._fd) else ATOMIC_WRITE_BYTES
         self._queued: list[bytes] = []
         self._queued_bytes = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -138,7 +144,7 @@ class JsonLines:
                 self._put((line,))
             return
         # Only the loop's thread touches the queue: no lock on the hot path.
-        if self._queued_bytes + len(line) > ATOMIC_WRITE_BYTES:
+        if self._queued_bytes + len(line) > self._write_bytes:
             self._write_queued()  # they fill a write; this line starts the next one
         self._queued.append(line)
         self._queued_bytes += len(line)
@@ -180,7 +186,7 @@ class JsonLines:
             chunk: list[bytes] = []
             size = 0
             for line in lines:
-                if chunk and size + len(line) > ATOMIC_WRITE_BYTES:
+                if chunk and size + len(line) > self._write_bytes:
                     self._write(b"".join(chunk))
                     chunk, size = [], 0
                 chunk.append(line)
@@ -199,6 +205,13 @@ class JsonLines:
             view = memoryview(data)[written:]
             while view:
                 view = view[os.write(self._fd, view) :]
+
+
+def _is_file(fd: int | None) -> bool:
+    try:
+        return fd is not None and stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def _file_descriptor(stream: TextIO) -> int | None:

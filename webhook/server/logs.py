@@ -298,7 +298,7 @@ class HotPathLog:
 
 @contextlib.contextmanager
 def lines_batched_on(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
-    """Batch log lines per iteration of `loop` while inside; all written on the way out."""
+    """Batch log lines on `loop` while inside (see JsonLines); all written on the way out."""
     sink = _sink
     if sink is None:
         yield

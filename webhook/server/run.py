@@ -58,7 +58,7 @@ async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda
     # Everything loaded so far lives as long as the process: keep it out of the
     # collector's full passes, which then only walk what requests allocate.
     gc.freeze()
-    # Log lines are written once per loop iteration from here on, all of them before exiting.
+    # Log lines are written in batches from here on, all of them before exiting.
     with lines_batched_on(asyncio.get_running_loop()):
         try:
             on_serving(running.port)

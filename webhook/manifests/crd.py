@@ -28,10 +28,14 @@ def crd_name() -> str:
     return f"{limits.PLURAL}.{limits.GROUP}"
 
 
-def spec_schema() -> dict[str, Any]:
-    """The structural schema of `spec` with the CEL rules attached where they apply."""
+def spec_schema(*, cel: bool = True) -> dict[str, Any]:
+    """The structural schema of `spec` with the CEL rules attached where they apply.
+
+    `cel=False` gives the schema alone, as the platform's CRD ships today: then
+    the webhook is the only guard of the cross-field rules.
+    """
     schema = structural_schema(FeedbackStoreSpec.model_json_schema(by_alias=True))
-    for rule in SPEC_RULES:
+    for rule in SPEC_RULES if cel else ():
         _attach(schema, rule)
     return schema
 
@@ -43,7 +47,7 @@ def _attach(schema: dict[str, Any], rule: CelRule) -> None:
     node.setdefault("x-kubernetes-validations", []).append(rule.validation())
 
 
-def root_schema() -> dict[str, Any]:
+def root_schema(*, cel: bool = True) -> dict[str, Any]:
     return {
         "type": "object",
         "description": (
@@ -55,7 +59,7 @@ def root_schema() -> dict[str, Any]:
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
-            "spec": spec_schema(),
+            "spec": spec_schema(cel=cel),
             "status": status_schema(),
         },
     }
@@ -75,7 +79,7 @@ def printer_columns() -> list[dict[str, Any]]:
     ]
 
 
-def crd_manifest() -> dict[str, Any]:
+def crd_manifest(*, cel: bool = True) -> dict[str, Any]:
     """The whole CRD object, ready to serialise (a fresh copy on every call)."""
     return copy.deepcopy(
         {
@@ -103,7 +107,7 @@ def crd_manifest() -> dict[str, Any]:
                         "storage": True,
                         "subresources": {"status": {}},
                         "additionalPrinterColumns": printer_columns(),
-                        "schema": {"openAPIV3Schema": root_schema()},
+                        "schema": {"openAPIV3Schema": root_schema(cel=cel)},
                     }
                 ],
             },

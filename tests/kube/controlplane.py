@@ -1,0 +1,348 @@
+"""A real control plane for the tests: etcd and kube-apiserver built from upstream source.
+
+`tests/controlplane/build.sh` builds (or reuses) both binaries; this module runs
+them on free loopback ports with a throwaway PKI, as envtest does for Go
+operators. Nothing listens beyond 127.0.0.1, and nothing here talks to any
+other address: kube-apiserver is only ever asked to call webhooks registered by
+`url:` on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import pathlib
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from tests.kube import pki as pki_module
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "tests" / "controlplane" / "build.sh"
+# `.ci/run` sets this so that a missing toolchain fails the run instead of skipping.
+REQUIRE_ENV = "FEEDBACKSTORE_REQUIRE_KUBE"
+_NO_TOOLCHAIN = 3
+_READY_TIMEOUT = 180.0
+
+
+class ControlPlaneUnavailable(Exception):
+    """No Go toolchain to build the binaries with: the `kube` tests cannot run here."""
+
+
+def binaries() -> pathlib.Path:
+    """The directory holding `kube-apiserver` and `etcd`, built on first use (minutes)."""
+    result = subprocess.run(
+        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False
+    )
+    if result.returncode == _NO_TOOLCHAIN:
+        raise ControlPlaneUnavailable(result.stderr.strip())
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"{BUILD_SCRIPT} failed (exit {result.returncode}):\n{result.stderr[-4000:]}"
+        )
+    return pathlib.Path(result.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def tail(path: pathlib.Path, lines: int = 40) -> str:
+    if not path.exists():
+        return f"({path.name}: no log)"
+    text = path.read_text(errors="replace").splitlines()[-lines:]
+    return "\n".join(text)
+
+
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [{"level": "Metadata"}],
+}
+
+
+@dataclass
+class Process:
+    name: str
+    argv: list[str]
+    log: pathlib.Path
+    popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        handle = self.log.open("ab")
+        self.popen = subprocess.Popen(  # noqa: S603 - our own binaries, fixed arguments
+            self.argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        handle.close()
+
+    def running(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
+        if self.popen is None:
+            return
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        self.popen = None
+
+
+@dataclass
+class ControlPlane:
+    """etcd + kube-apiserver on loopback, with an admin kubeconfig."""
+
+    bin_dir: pathlib.Path
+    workdir: pathlib.Path
+    etcd_port: int = field(default_factory=free_port)
+    etcd_peer_port: int = field(default_factory=free_port)
+    apiserver_port: int = field(default_factory=free_port)
+    extra_apiserver_args: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.pki = pki_module.make(self.workdir / "pki")
+        self.audit_log = self.workdir / "audit.log"
+        self.audit_policy = self.workdir / "audit-policy.yaml"
+        self.audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY))
+        self.kubeconfig = self.write_kubeconfig("admin", self.pki.admin)
+        self.etcd = Process("etcd", self._etcd_argv(), self.workdir / "etcd.log")
+        self.apiserver = Process(
+            "kube-apiserver", self._apiserver_argv(), self.workdir / "kube-apiserver.log"
+        )
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self) -> None:
+        self.etcd.start()
+        self._wait(self._etcd_healthy, "etcd", self.etcd)
+        self.start_apiserver()
+
+    def start_apiserver(self) -> None:
+        self.apiserver.start()
+        self._wait(self._apiserver_ready, "kube-apiserver /readyz", self.apiserver)
+
+    def stop_apiserver(self) -> None:
+        self.apiserver.stop()
+
+    def restart_apiserver(self) -> None:
+        self.stop_apiserver()
+        self.start_apiserver()
+
+    def stop(self) -> None:
+        self.apiserver.stop()
+        self.etcd.stop()
+
+    def logs(self, lines: int = 40) -> str:
+        return (
+            f"--- last {lines} lines of etcd ---\n{tail(self.etcd.log, lines)}\n"
+            f"--- last {lines} lines of kube-apiserver ---\n{tail(self.apiserver.log, lines)}"
+        )
+
+    def _wait(self, probe: Any, what: str, process: Process) -> None:
+        deadline = time.monotonic() + _READY_TIMEOUT
+        last = ""
+        while time.monotonic() < deadline:
+            if not process.running():
+                raise RuntimeError(f"{process.name} exited while starting\n{self.logs()}")
+            ok, last = probe()
+            if ok:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"{what} not ready after {_READY_TIMEOUT:.0f} s: {last}\n{self.logs()}")
+
+    # -- arguments ---------------------------------------------------------
+
+    def _etcd_argv(self) -> list[str]:
+        client = f"http://127.0.0.1:{self.etcd_port}"
+        peer = f"http://127.0.0.1:{self.etcd_peer_port}"
+        return [
+            str(self.bin_dir / "etcd"),
+            "--name=test",
+            f"--data-dir={self.workdir / 'etcd-data'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=test={peer}",
+            "--log-level=warn",
+            # A test store is thrown away: fsync buys nothing and costs seconds.
+            "--unsafe-no-fsync",
+        ]
+
+    def _apiserver_argv(self) -> list[str]:
+        p = self.pki
+        return [
+            str(self.bin_dir / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            # The endpoint reconciler refuses a loopback address, and nothing here
+            # dials the `kubernetes` Service anyway.
+            "--endpoint-reconciler-type=none",
+            f"--secure-port={self.apiserver_port}",
+            f"--tls-cert-file={p.serving_cert_file}",
+            f"--tls-private-key-file={p.serving_key_file}",
+            f"--client-ca-file={p.client_ca_file}",
+            f"--service-account-key-file={p.service_account_pub_file}",
+            f"--service-account-signing-key-file={p.service_account_key_file}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            # Only allocated from, never dialled: the test server calls 127.0.0.1 alone.
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--authorization-mode=RBAC",
+            f"--audit-log-path={self.audit_log}",
+            f"--audit-policy-file={self.audit_policy}",
+            "--audit-log-mode=blocking",
+            f"--cert-dir={self.workdir / 'apiserver-certs'}",
+            *self.extra_apiserver_args,
+        ]
+
+    # -- probes ------------------------------------------------------------
+
+    def _etcd_healthy(self) -> tuple[bool, str]:
+        try:
+            with urllib.request.urlopen(  # noqa: S310 - loopback http
+                f"http://127.0.0.1:{self.etcd_port}/health", timeout=2
+            ) as response:
+                body = response.read().decode()
+        except OSError as error:
+            return False, str(error)
+        return '"health":"true"' in body, body
+
+    def _apiserver_ready(self) -> tuple[bool, str]:
+        try:
+            status, body = self.raw("GET", "/readyz")
+        except OSError as error:
+            return False, str(error)
+        return status == 200, body.decode(errors="replace")[-500:]
+
+    # -- clients -----------------------------------------------------------
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.apiserver_port}"
+
+    def ssl_context(self, client: pki_module.Pair | None = None) -> ssl.SSLContext:
+        context = ssl.create_default_context(cadata=self.pki.server_ca.pem.decode())
+        pair = client or self.pki.admin
+        cert = self.workdir / "pki" / "ctx-client.crt"
+        key = self.workdir / "pki" / "ctx-client.key"
+        cert.write_bytes(pair.cert)
+        key.write_bytes(pair.key)
+        context.load_cert_chain(cert, key)
+        return context
+
+    def raw(
+        self, method: str, path: str, body: bytes | None = None, content_type: str | None = None
+    ) -> tuple[int, bytes]:
+        """One admin request straight to the server (no client library in between)."""
+        request = urllib.request.Request(self.server + path, data=body, method=method)  # noqa: S310
+        if content_type:
+            request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(request, context=self._admin_context(), timeout=30) as r:  # noqa: S310
+                return r.status, r.read()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read()
+
+    _admin_ctx: ssl.SSLContext | None = None
+
+    def _admin_context(self) -> ssl.SSLContext:
+        if self._admin_ctx is None:
+            self._admin_ctx = self.ssl_context()
+        return self._admin_ctx
+
+    def write_kubeconfig(
+        self, name: str, pair: pki_module.Pair | None = None, *, token: str | None = None
+    ) -> pathlib.Path:
+        """A kubeconfig for this server as `pair`'s user or a bearer `token`."""
+        user: dict[str, str] = {}
+        if pair is not None:
+            user["client-certificate-data"] = base64.b64encode(pair.cert).decode()
+            user["client-key-data"] = base64.b64encode(pair.key).decode()
+        if token is not None:
+            user["token"] = token
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "test", "cluster": {
+                "server": f"https://127.0.0.1:{self.apiserver_port}",
+                "certificate-authority-data": base64.b64encode(self.pki.server_ca.pem).decode(),
+            }}],
+            "users": [{"name": name, "user": user}],
+            "contexts": [{"name": name, "context": {"cluster": "test", "user": name}}],
+            "current-context": name,
+        }  # fmt: skip
+        path = self.workdir / f"kubeconfig-{name}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        return path
+
+    def kubectl(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        kubeconfig: pathlib.Path | None = None,
+        check: bool = False,
+        timeout: float = 60.0,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the real kubectl (the `test` extra's) against this server."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+        env["KUBECONFIG"] = str(kubeconfig or self.kubeconfig)
+        env["KUBECTL_EXTERNAL_DIFF"] = ""
+        env["HOME"] = str(self.workdir)  # kubectl's discovery cache stays in the throwaway dir
+        result = subprocess.run(
+            ["kubectl", *args], input=stdin, capture_output=True, text=True, env=env,
+            timeout=timeout, check=False,
+        )  # fmt: skip
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} exited {result.returncode}:\n{result.stderr}"
+            )
+        return result
+
+    def compact_etcd(self) -> int:
+        """Compact etcd at its current revision (as kube-apiserver's compactor does); return it."""
+        base = f"http://127.0.0.1:{self.etcd_port}/v3"
+        head = _post_json(f"{base}/kv/range", {"key": base64.b64encode(b"/").decode()})
+        revision = int(head["header"]["revision"])
+        _post_json(f"{base}/kv/compaction", {"revision": revision, "physical": True})
+        return revision
+
+
+def _post_json(url: str, payload: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(  # noqa: S310 - loopback etcd gateway
+        url, data=json.dumps(payload).encode(), method="POST",
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        result: dict[str, Any] = json.loads(response.read())
+        return result
+
+
+@contextlib.contextmanager
+def running(bin_dir: pathlib.Path, workdir: pathlib.Path, **kwargs: Any) -> Iterator[ControlPlane]:
+    plane = ControlPlane(bin_dir, workdir, **kwargs)
+    try:
+        plane.start()
+        yield plane
+    finally:
+        plane.stop()

@@ -186,6 +186,61 @@ def test_a_custom_namespace_and_service_name_the_sans_and_the_secret(
     assert "write an overlay that moves them too" in result.stderr
 
 
+def sans(path: pathlib.Path) -> tuple[list[str], list[str]]:
+    """(DNS names, IP addresses) of the certificate at `path`, in order."""
+    leaf = x509.load_pem_x509_certificate(path.read_bytes())
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    return names.get_values_for_type(x509.DNSName), [
+        str(ip) for ip in names.get_values_for_type(x509.IPAddress)
+    ]
+
+
+SERVICE_NAMES = [
+    "feedbackstore-webhook",
+    "feedbackstore-webhook.feedbackstore-system",
+    "feedbackstore-webhook.feedbackstore-system.svc",
+    "feedbackstore-webhook.feedbackstore-system.svc.cluster.local",
+]
+
+
+def test_host_adds_ip_and_dns_sans_after_the_service_names(tmp_path: pathlib.Path) -> None:
+    result = issue(tmp_path, "--host", "127.0.0.1", "--host", "::1", "--host", "hooks.example.com")
+    assert sans(tmp_path / "tls.crt") == (
+        [*SERVICE_NAMES, "hooks.example.com"],
+        ["127.0.0.1", "::1"],
+    )
+    listed = "svc.cluster.local, 127.0.0.1, ::1, hooks.example.com (ecdsa)"
+    assert listed in result.stdout
+
+
+def test_a_host_given_twice_or_equal_to_a_service_name_is_one_san(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path, "--host", "127.0.0.1", "--host", "127.0.0.1",
+          "--host", "feedbackstore-webhook")  # fmt: skip
+    assert sans(tmp_path / "tls.crt") == (SERVICE_NAMES, ["127.0.0.1"])
+
+
+def test_a_new_host_renews_the_serving_certificate_from_the_same_ca(
+    tmp_path: pathlib.Path,
+) -> None:
+    issue(tmp_path)
+    ca_before = (tmp_path / "ca.crt").read_bytes()
+    result = issue(tmp_path, "--host", "127.0.0.1")
+    assert result.stdout.startswith("renewed: ")
+    assert (tmp_path / "ca.crt").read_bytes() == ca_before
+    assert sans(tmp_path / "tls.crt") == (SERVICE_NAMES, ["127.0.0.1"])
+    leaf = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    leaf.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_before))
+    secret = read_yaml(tmp_path / "secret.yaml")
+    assert base64.b64decode(secret["data"]["tls.crt"]) == (tmp_path / "tls.crt").read_bytes()
+
+
+def test_the_same_hosts_again_keep_everything(tmp_path: pathlib.Path) -> None:
+    issue(tmp_path, "--host", "127.0.0.1")
+    before = (tmp_path / "tls.crt").read_bytes()
+    assert issue(tmp_path, "--host", "127.0.0.1").stdout.startswith("kept: ")
+    assert (tmp_path / "tls.crt").read_bytes() == before
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -212,6 +267,24 @@ def test_a_custom_namespace_and_service_name_the_sans_and_the_secret(
         ),
         pytest.param(
             ["--namespace", ""], "--namespace must be a Kubernetes name", id="an empty namespace"
+        ),
+        pytest.param(
+            ["--host", "bad host"],
+            "certs: --host 'bad host' is not a DNS name or IP address",
+            id="a host with a space",
+        ),
+        pytest.param(
+            ["--host", ""], "certs: --host '' is not a DNS name or IP address", id="an empty host"
+        ),
+        pytest.param(
+            ["--host", "127.0.0.1:8443"],
+            "certs: --host '127.0.0.1:8443' is not a DNS name or IP address",
+            id="a host with a port",
+        ),
+        pytest.param(
+            ["--host", "https://hooks.example.com"],
+            "is not a DNS name or IP address",
+            id="a URL instead of a host",
         ),
     ],
 )

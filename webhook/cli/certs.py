@@ -5,7 +5,9 @@ kustomize overlay beside them (`secret.yaml`, `cabundle-patch.yaml`,
 `kustomization.yaml`), so `kubectl apply -k OUT_DIR` installs the manifests
 with a matching Secret and caBundle. Running it again keeps what still fits
 and renews the serving certificate from the same CA when it nears expiry, so
-the caBundle in the cluster stays valid through a rotation.
+the caBundle in the cluster stays valid through a rotation. `--host` adds SANs
+beyond the Service's DNS names, for a webhook kube-apiserver reaches by `url:`
+(an IP address or an external name) rather than through the Service.
 """
 
 from __future__ import annotations
@@ -35,6 +37,17 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="the webhook's namespace")
     parser.add_argument("--service", default=DEFAULT_SERVICE, help="the webhook's Service name")
+    parser.add_argument(
+        "--host",
+        action="append",
+        default=[],
+        metavar="NAME_OR_IP",
+        help=(
+            "also valid for this DNS name or IP address (repeatable): for a webhook "
+            "registered by `url:` instead of a Service, e.g. --host 127.0.0.1; repeat the "
+            "same options on every run, a renewal issues exactly the names asked for"
+        ),
+    )
     parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path("certs"))
     parser.add_argument("--key-type", choices=("ecdsa", "rsa"), default="ecdsa")
     parser.add_argument(
@@ -52,7 +65,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.certs.issue import KeyType, is_dns_label
+    from webhook.certs.issue import KeyType, check_host, is_dns_label
 
     if args.days < 1 or args.days > 3650:
         print(f"certs: --days must be between 1 and 3650, not {args.days}", file=sys.stderr)
@@ -64,6 +77,12 @@ def run(args: argparse.Namespace) -> int:
                 f"at most 63 characters), not {value!r}",
                 file=sys.stderr,
             )
+            return EXIT_FAILED
+    for host in args.host:
+        try:
+            check_host(host)
+        except ValueError as error:
+            print(f"certs: --host {error}", file=sys.stderr)
             return EXIT_FAILED
     try:
         return _issue(args, KeyType(args.key_type))
@@ -78,7 +97,7 @@ def _issue(args: argparse.Namespace, key_type: Any) -> int:
     from webhook.certs.renewal import ensure_certificates
 
     out_dir: pathlib.Path = args.out_dir
-    hosts = service_hosts(args.service, args.namespace)
+    hosts = tuple(dict.fromkeys((*service_hosts(args.service, args.namespace), *args.host)))
     files, outcome = ensure_certificates(
         out_dir, hosts, key_type=key_type, days=args.days, force=args.force
     )

@@ -11,7 +11,8 @@ built from `response.status`; kubectl prints an `Invalid` one with causes as
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Final
 
 import orjson
 
@@ -31,6 +32,9 @@ def accepted_answer(sent: dict[str, Any], status: int, body: bytes) -> dict[str,
     assert isinstance(response.get("allowed"), bool), "response.allowed must be a boolean"
     assert "patch" not in response, "validating webhook may not return response.patch"
     assert "patchType" not in response, "validating webhook may not return response.patchType"
+    annotations = response.get("auditAnnotations", {})
+    assert isinstance(annotations, dict), "auditAnnotations must be an object"
+    assert all(isinstance(v, str) for v in annotations.values()), "audit annotation values: strings"
     warnings = response.get("warnings", [])
     assert isinstance(warnings, list)
     assert all(isinstance(w, str) for w in warnings)
@@ -55,3 +59,31 @@ def kubectl_denial_text(response: dict[str, Any]) -> str:
     if len(lines) == 1:
         return prefix + lines[0] + "\n"
     return prefix + "\n" + "".join(f"* {line}\n" for line in lines)
+
+
+# apimachinery's content.IsLabelKey (admission's checkKeyFormat) and IsDNS1123Subdomain.
+_NAME_PART: Final = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_SUBDOMAIN: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def recorded_audit_annotations(webhook_name: str, response: dict[str, Any]) -> dict[str, str]:
+    """What kube-apiserver writes in the audit event for these `auditAnnotations`.
+
+    The validating dispatcher prefixes each key with `<webhook name>/` and adds it
+    with `AddAnnotation`, which drops (logging a warning) a key that is not a
+    qualified name: one `/`, a DNS subdomain prefix of at most 253 characters,
+    a name part of at most 63 alphanumerics, `-`, `_`, `.`, alphanumeric at both ends.
+    """
+    recorded: dict[str, str] = {}
+    for key, value in response.get("auditAnnotations", {}).items():
+        full = f"{webhook_name}/{key}"
+        prefix, _, name = full.partition("/")
+        if (
+            full.count("/") == 1
+            and len(prefix) <= 253
+            and _SUBDOMAIN.fullmatch(prefix)
+            and len(name) <= 63
+            and _NAME_PART.fullmatch(name)
+        ):
+            recorded[full] = value
+    return recorded

@@ -2,14 +2,16 @@
 
 It checks the answer before using it: same apiVersion and kind as it sent,
 `response.uid` equal to `request.uid`, and (for a validating webhook) no
-`patch`/`patchType`. The answer is a plain dict ready for orjson: building
-it costs a few dict literals, which matters on the hot path.
+`patch`/`patchType`. Every answer carries `auditAnnotations` (see `audit`).
+The answer is a plain dict ready for orjson: building it costs a few dict
+literals, which matters on the hot path.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from webhook.admission.audit import audit_annotations
 from webhook.admission.decision import Decision
 from webhook.admission.envelope import REVIEW_KIND, AdmissionRequest, AdmissionReview
 from webhook.admission.status import invalid_status
@@ -23,6 +25,7 @@ def review_answer(review: AdmissionReview, decision: Decision) -> dict[str, Any]
         response["status"] = invalid_status(subject_name(request), decision.verdict)
     if decision.warnings:
         response["warnings"] = list(decision.warnings)
+    response["auditAnnotations"] = audit_annotations(request, decision)
     return {"apiVersion": review.api_version, "kind": REVIEW_KIND, "response": response}
 
 

@@ -68,6 +68,14 @@ def register(subparsers: Any) -> None:
         help="PEM private key of the serving certificate (unencrypted)",
     )
     tls.add_argument(
+        "--client-ca-file",
+        type=pathlib.Path,
+        metavar="PATH",
+        help="PEM CA bundle: require, on every connection to --port, a client certificate "
+        "it signed (give kube-apiserver that certificate in its AdmissionConfiguration); "
+        "re-read when it changes; needs --probe-port",
+    )
+    tls.add_argument(
         "--dev",
         action="store_true",
         help=f"make (or reuse) a throwaway CA and serving certificate in "
@@ -88,6 +96,14 @@ def register(subparsers: Any) -> None:
         type=int,
         default=DEFAULT_PORT,
         help="TLS port (default: %(default)s; 0 picks a free one)",
+    )
+    net.add_argument(
+        "--probe-port",
+        type=_port,
+        default=None,
+        metavar="N",
+        help="a second TLS port serving only /healthz, /readyz and /metrics, never asking "
+        "for a client certificate (for the kubelet's probes; 0 picks a free one)",
     )
     net.add_argument(
         "--workers",
@@ -141,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         cert_file, key_file, host = _serving_files(args)
+        _check_ports(args)
     except ValueError as error:
         print(f"feedbackstore-webhook serve: {error}", file=sys.stderr)
         return 2
@@ -151,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         max_body_bytes=args.max_body_bytes,
         workers=args.workers,
+        client_ca_file=args.client_ca_file,
+        probe_port=args.probe_port,
         idle_timeout=args.idle_timeout,
         shutdown_delay=args.shutdown_delay,
         shutdown_timeout=args.shutdown_timeout,
@@ -187,6 +206,18 @@ def _serving_files(args: argparse.Namespace) -> tuple[pathlib.Path, pathlib.Path
     return args.tls_cert_file, args.tls_private_key_file, args.host
 
 
+def _check_ports(args: argparse.Namespace) -> None:
+    if args.client_ca_file and args.probe_port is None:
+        raise ValueError(
+            "--client-ca-file needs --probe-port: the kubelet's probes carry no client "
+            "certificate, so /healthz and /readyz must be served on a port that asks for none"
+        )
+    if args.probe_port is not None and args.probe_port == args.port != 0:
+        raise ValueError(f"--probe-port must differ from --port (both {args.port})")
+    if args.probe_port == 0 and args.workers > 1:
+        raise ValueError("--workers shares one --probe-port: give a port number, not 0")
+
+
 def dev_hint(certs_dir: pathlib.Path, host: str, port: int) -> str:
     """How to call the dev server: a curl command posting a review it refuses."""
     review = json.dumps(_EXAMPLE_REVIEW, separators=(",", ":"))
@@ -197,6 +228,13 @@ def dev_hint(certs_dir: pathlib.Path, host: str, port: int) -> str:
         f"  curl --cacert {certs_dir / 'ca.crt'} -H 'Content-Type: application/json' \\\n"
         f"    https://{target}:{port}/validate --data '{review}'\n"
     )
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {value}")
+    return value
 
 
 def _positive_int(text: str) -> int:

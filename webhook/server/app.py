@@ -1,4 +1,10 @@
-"""The aiohttp application: routes, typed state and the certificate watcher's lifecycle."""
+"""The aiohttp applications: routes, typed state and the certificate watcher's lifecycle.
+
+`build_app` is the webhook port's; `build_probe_app` the probe port's
+(`--probe-port`): the same health, readiness and metrics handlers over the same
+state, and no /validate, so a caller without a client certificate reaches
+nothing that judges.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +45,10 @@ def build_app(config: ServerConfig) -> web.Application:
     """The webhook application; loads the serving pair now (CertificateError if unusable)."""
     metrics = WebhookMetrics()
     certificate = ServingCertificate(
-        config.cert_file, config.key_file, on_reload=lambda pair: _reloaded(metrics, pair)
+        config.cert_file,
+        config.key_file,
+        on_reload=lambda pair: _reloaded(metrics, pair),
+        client_ca_file=config.client_ca_file,
     )
     metrics.certificate_expiry.set(certificate.current.not_after.timestamp())
     app = web.Application(client_max_size=config.max_body_bytes)
@@ -50,11 +59,30 @@ def build_app(config: ServerConfig) -> web.Application:
     app.cleanup_ctx.append(_watch_certificate)
     endpoint = AdmissionEndpoint(metrics, config.max_body_bytes, config.body_timeout)
     app.router.add_route("*", "/validate", endpoint.handle)
+    _add_probe_routes(app)
+    return app
+
+
+def build_probe_app(app: web.Application) -> web.Application:
+    """The probe port's application, sharing `app`'s state (the watcher runs in `app`)."""
+    probes = web.Application(client_max_size=_PROBE_MAX_BODY_BYTES)
+    probes[CONFIG] = app[CONFIG]
+    probes[METRICS] = app[METRICS]
+    probes[CERTIFICATE] = app[CERTIFICATE]
+    probes[LIFECYCLE] = app[LIFECYCLE]
+    _add_probe_routes(probes)
+    return probes
+
+
+# The probe port answers GETs; a body is never read there.
+_PROBE_MAX_BODY_BYTES = 1024
+
+
+def _add_probe_routes(app: web.Application) -> None:
     app.router.add_route("*", "/healthz", healthz)
     app.router.add_route("*", "/readyz", readyz)
     app.router.add_route("*", "/metrics", metrics_page)
     app.router.add_route("*", "/{tail:.*}", not_found)
-    return app
 
 
 def _reloaded(metrics: WebhookMetrics, pair: LoadedPair | None) -> None:

@@ -1,4 +1,4 @@
-"""The serving certificate, re-read when its files change on disk.
+"""The serving certificate (and the client CA, if one is required), re-read when its files change.
 
 cert-manager renewals and Secret volume updates replace the files (a mounted
 Secret swaps its `..data` symlink), so the files are polled by stat: a new
@@ -8,7 +8,9 @@ context's SNI callback (which OpenSSL calls on every handshake, with or
 without SNI) hands each new handshake the current context. Connections already
 open keep the certificate they negotiated, so nothing in flight fails, and a
 bad pair (for instance a key that does not match) is refused with a log line
-while the previous pair keeps serving.
+while the previous pair keeps serving. The client CA file (`--client-ca-file`)
+is watched the same way: a changed bundle is loaded with the pair into new
+contexts, so the next handshake is verified against it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from webhook.server.tls import CertificateError, LoadedPair, load_pair
 
 _log = logger("certificate")
 
-# (device, inode, size, mtime) of the certificate and of the key, as stat follows symlinks.
+# (device, inode, size, mtime) of the certificate, the key and any client CA, following symlinks.
 Signature = tuple[tuple[int, int, int, int], ...]
 
 
@@ -36,6 +38,7 @@ class ServingCertificate:
         cert_file: pathlib.Path,
         key_file: pathlib.Path,
         on_reload: Callable[[LoadedPair | None], None] = lambda _: None,
+        client_ca_file: pathlib.Path | None = None,
     ) -> None:
         """Load the pair now (raising CertificateError if it cannot be served).
 
@@ -44,18 +47,24 @@ class ServingCertificate:
         """
         self.cert_file = cert_file
         self.key_file = key_file
+        self.client_ca_file = client_ca_file
         self._on_reload = on_reload
         self._signature = self._stat()
-        self._current = load_pair(cert_file, key_file)
+        self._current = self._load()
+        # OpenSSL copies a handshake's verify mode from the listening context, and
+        # verifies the peer against the store of the context selected below.
         self.listener = self._current.context
         self.listener.sni_callback = self._select
+        self.probe_listener = self._current.probe_context
+        if self.probe_listener is not self.listener:
+            self.probe_listener.sni_callback = self._select_probe
 
     @property
     def current(self) -> LoadedPair:
         return self._current
 
     def refresh(self) -> bool:
-        """Load the pair again if either file changed since the last attempt; True if loaded."""
+        """Load the pair again if any file changed since the last attempt; True if loaded."""
         try:
             signature = self._stat()
         except CertificateError as error:
@@ -68,7 +77,7 @@ class ServingCertificate:
             return False
         self._signature = signature
         try:
-            loaded = load_pair(self.cert_file, self.key_file)
+            loaded = self._load()
         except CertificateError as error:
             _log.error(
                 "new certificate refused; still serving the previous one",
@@ -77,10 +86,11 @@ class ServingCertificate:
             self._on_reload(None)
             return False
         self._current = loaded
-        _log.info(
-            "certificate reloaded",
-            extra={"fields": {"cert_file": str(self.cert_file), "not_after": loaded.not_after}},
-        )
+        fields: dict[str, object] = {"cert_file": str(self.cert_file)}
+        fields["not_after"] = loaded.not_after
+        if self.client_ca_file is not None:
+            fields["client_ca_file"] = str(self.client_ca_file)
+        _log.info("certificate reloaded", extra={"fields": fields})
         self._on_reload(loaded)
         return True
 
@@ -90,14 +100,25 @@ class ServingCertificate:
             await asyncio.sleep(interval)
             self.refresh()
 
+    def _load(self) -> LoadedPair:
+        return load_pair(self.cert_file, self.key_file, self.client_ca_file)
+
     def _select(self, connection: ssl.SSLObject, server_name: str | None, _: object) -> None:
         context = self._current.context
         if connection.context is not context:
             connection.context = context
 
+    def _select_probe(self, connection: ssl.SSLObject, server_name: str | None, _: object) -> None:
+        context = self._current.probe_context
+        if connection.context is not context:
+            connection.context = context
+
     def _stat(self) -> Signature:
+        files = [self.cert_file, self.key_file]
+        if self.client_ca_file is not None:
+            files.append(self.client_ca_file)
         try:
-            stats = (os.stat(self.cert_file), os.stat(self.key_file))
+            stats = [os.stat(file) for file in files]
         except OSError as error:
             raise CertificateError(f"cannot read certificate files: {error}") from None
         return tuple((s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns) for s in stats)

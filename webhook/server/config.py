@@ -21,6 +21,12 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     workers: int = 1
+    # PEM CA bundle: the webhook port then requires a client certificate it signed
+    # (only kube-apiserver, configured with that certificate, gets past TLS).
+    client_ca_file: pathlib.Path | None = None
+    # A second TLS port with /healthz, /readyz and /metrics only, never asking for a
+    # client certificate: the kubelet's probes have none. None: no such port.
+    probe_port: int | None = None
     # A connection with no complete request for this long is closed: idle
     # keep-alive and slowly dripped headers alike. Longer than the 90 s Go's
     # HTTP client (kube-apiserver) keeps idle connections, so the client closes

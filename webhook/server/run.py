@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import gc
 import signal
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
 
-from webhook.server.app import CERTIFICATE, LIFECYCLE, Lifecycle, build_app
+from webhook.server.app import CERTIFICATE, LIFECYCLE, Lifecycle, build_app, build_probe_app
 from webhook.server.config import ServerConfig
 from webhook.server.logs import lines_batched_on, logger
 from webhook.server.site import TLSSite
@@ -79,15 +80,21 @@ async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda
 
 @dataclass(frozen=True, slots=True)
 class RunningServer:
-    """A started server: its app (for state), runner and listening site."""
+    """A started server: its app (for state), runner and listening site, and the probe port's."""
 
     app: web.Application
     runner: web.AppRunner
     site: TLSSite
+    probe_runner: web.AppRunner | None = None
+    probe_site: TLSSite | None = None
 
     @property
     def port(self) -> int:
         return self.site.port
+
+    @property
+    def probe_port(self) -> int | None:
+        return None if self.probe_site is None else self.probe_site.port
 
     @property
     def lifecycle(self) -> Lifecycle:
@@ -97,13 +104,47 @@ class RunningServer:
         """Stop listening, let requests in flight finish (bounded), close everything."""
         self.lifecycle.shutting_down = True
         await self.runner.cleanup()
+        # The probe port closes last: until then it answers /readyz with 503.
+        if self.probe_runner is not None:
+            await self.probe_runner.cleanup()
         _log.info("stopped")
 
 
 async def start(config: ServerConfig) -> RunningServer:
-    """Load the certificate, listen, and mark the server ready."""
+    """Load the certificate, listen (and on the probe port), and mark the server ready."""
     app = build_app(config)
-    runner = web.AppRunner(
+    certificate = app[CERTIFICATE]
+    runner = _runner(app, config)
+    await runner.setup()
+    probe_runner: web.AppRunner | None = None
+    probe_site: TLSSite | None = None
+    try:
+        site = await _listen(runner, config, config.port, certificate.listener)
+        if config.probe_port is not None:
+            probe_runner = _runner(build_probe_app(app), config)
+            await probe_runner.setup()
+            probe_site = await _listen(
+                probe_runner, config, config.probe_port, certificate.probe_listener
+            )
+    except BaseException:
+        if probe_runner is not None:
+            await probe_runner.cleanup()
+        await runner.cleanup()
+        raise
+    app[LIFECYCLE].accepting = True
+    running = RunningServer(app, runner, site, probe_runner, probe_site)
+    _log.info(
+        "serving",
+        extra={"fields": {"address": site.name, "port": site.port,
+                          "probe_port": running.probe_port,
+                          "client_certificates": config.client_ca_file is not None,
+                          "not_after": certificate.current.not_after}},
+    )  # fmt: skip
+    return running
+
+
+def _runner(app: web.Application, config: ServerConfig) -> web.AppRunner:
+    return web.AppRunner(
         app,
         access_log=None,
         keepalive_timeout=config.idle_timeout,
@@ -111,27 +152,21 @@ async def start(config: ServerConfig) -> RunningServer:
         # After a 408/413 the unread rest of the body is drained this long, then dropped.
         lingering_time=_LINGERING_SECONDS,
     )
-    await runner.setup()
+
+
+async def _listen(
+    runner: web.AppRunner, config: ServerConfig, port: int, context: ssl.SSLContext
+) -> TLSSite:
     site = TLSSite(
         runner,
         config.host,
-        config.port,
-        ssl_context=app[CERTIFICATE].listener,
+        port,
+        ssl_context=context,
         handshake_timeout=config.handshake_timeout,
         reuse_port=config.workers > 1,
     )
-    try:
-        await site.start()
-    except BaseException:
-        await runner.cleanup()
-        raise
-    app[LIFECYCLE].accepting = True
-    _log.info(
-        "serving",
-        extra={"fields": {"address": site.name, "port": site.port,
-                          "not_after": app[CERTIFICATE].current.not_after}},
-    )  # fmt: skip
-    return RunningServer(app, runner, site)
+    await site.start()
+    return site
 
 
 class _StopSignals:

@@ -5,6 +5,12 @@ older is offered, so nothing older is accepted. A pair is always loaded into a
 fresh context: OpenSSL drops a context's private key when it is given a
 certificate that does not match it, so loading into the serving context would
 break it on a bad pair.
+
+With a client CA (`serve --client-ca-file`) the webhook port requires a client
+certificate signed by it on every handshake: only a kube-apiserver given that
+certificate (its AdmissionConfiguration's kubeconfig) gets past TLS. The
+kubelet's probes carry no client certificate, so they get a context of their
+own with the same pair and no client verification (the probe port).
 """
 
 from __future__ import annotations
@@ -27,10 +33,16 @@ class CertificateError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class LoadedPair:
-    """A server context holding one pair, and the served certificate's expiry."""
+    """Server contexts holding one pair, and the served certificate's expiry.
+
+    `context` serves the webhook port (verifying client certificates when a
+    client CA was given); `probe_context` serves the probe port and never asks
+    for one (it is `context` itself when no client CA was given).
+    """
 
     context: ssl.SSLContext
     not_after: dt.datetime
+    probe_context: ssl.SSLContext
 
 
 def server_context() -> ssl.SSLContext:
@@ -46,14 +58,36 @@ def server_context() -> ssl.SSLContext:
     return context
 
 
-def load_pair(cert_file: pathlib.Path, key_file: pathlib.Path) -> LoadedPair:
-    """A new context serving `cert_file` (leaf first, then chain) with `key_file`."""
+def load_pair(
+    cert_file: pathlib.Path, key_file: pathlib.Path, client_ca_file: pathlib.Path | None = None
+) -> LoadedPair:
+    """New contexts serving `cert_file` (leaf first, then chain) with `key_file`.
+
+    With `client_ca_file`, the webhook context requires a client certificate
+    that this CA bundle (PEM, one or more certificates) signed.
+    """
     try:
         leaf = x509.load_pem_x509_certificate(cert_file.read_bytes())
     except OSError as error:
         raise CertificateError(f"cannot read certificate {cert_file}: {error}") from None
     except ValueError as error:
         raise CertificateError(f"{cert_file} is not a PEM certificate: {error}") from None
+    context = _serving(cert_file, key_file)
+    if client_ca_file is None:
+        return LoadedPair(context, leaf.not_valid_after_utc, context)
+    try:
+        context.load_verify_locations(cafile=client_ca_file)
+    except (OSError, ssl.SSLError) as error:
+        raise CertificateError(
+            f"cannot load client CA {client_ca_file}: {_ca_reason(error)}; "
+            "it must hold the PEM certificate(s) of the CA that signs kube-apiserver's "
+            "client certificate"
+        ) from None
+    context.verify_mode = ssl.CERT_REQUIRED
+    return LoadedPair(context, leaf.not_valid_after_utc, _serving(cert_file, key_file))
+
+
+def _serving(cert_file: pathlib.Path, key_file: pathlib.Path) -> ssl.SSLContext:
     context = server_context()
     try:
         context.load_cert_chain(cert_file, key_file, password=_refuse_password)
@@ -61,7 +95,7 @@ def load_pair(cert_file: pathlib.Path, key_file: pathlib.Path) -> LoadedPair:
         raise CertificateError(
             f"cannot serve {cert_file} with key {key_file}: {_reason(error)}"
         ) from None
-    return LoadedPair(context, leaf.not_valid_after_utc)
+    return context
 
 
 def _refuse_password() -> NoReturn:
@@ -72,4 +106,10 @@ def _refuse_password() -> NoReturn:
 def _reason(error: BaseException) -> str:
     if isinstance(error, ssl.SSLError) and error.reason == "KEY_VALUES_MISMATCH":
         return "the private key does not match the certificate"
+    return str(error)
+
+
+def _ca_reason(error: OSError) -> str:
+    if isinstance(error, ssl.SSLError) and error.reason == "NO_CERTIFICATE_OR_CRL_FOUND":
+        return "no PEM certificate in it"
     return str(error)

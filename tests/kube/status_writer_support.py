@@ -1,0 +1,405 @@
+"""The status writer against the real control plane: the console script as a child process,
+what kube-apiserver's audit log says it did, and how invalid objects get into a cluster whose
+CRD refuses them.
+
+- Each writer runs as its own user (a client certificate for `status-writer-<tag>` in
+  `system:masters`), so the audit log tells which replica made which request.
+- The audit log (level Metadata, blocking mode) is the server's own account of every
+  request; `Audit.flush` waits until a marker request of ours has been logged, so every
+  request before it is in the file too, and "no write" can be asserted.
+- Invalid objects: the shipped CRD's CEL rules refuse them, so `create_unguarded` swaps in
+  the platform's CRD of today (no CEL), creates them, and puts the shipped CRD back — objects
+  created before a CRD had its rules, which is the case the status writer exists for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client as k8s
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.kube.cluster import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    api_client,
+    eventually,
+    feedbackstore,
+    install_crd,
+    platform_today_crd,
+    shipped_crd,
+)
+from tests.kube.controlplane import ControlPlane
+
+SCRIPT = str(pathlib.Path(sys.executable).with_name("feedbackstore-webhook"))
+MANAGER = "feedbackstore-status-writer"
+LEASE = "feedbackstore-status-writer"
+
+# Short enough for a test, long enough for a loaded 2-core machine to renew in time.
+LEASE_DURATION = 3
+RENEW_DEADLINE = 2.0
+RETRY_PERIOD = 0.25
+
+VALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
+INVALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
+INVALID_MESSAGE = (
+    'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
+    "(first declared at spec.human.scores[0].name)"
+)
+
+
+# -- the writer as a process -----------------------------------------------------------
+
+
+class WriterProcess:
+    """`feedbackstore-webhook status-writer` on the real server, as user `status-writer-<tag>`."""
+
+    def __init__(
+        self,
+        plane: ControlPlane,
+        workdir: pathlib.Path,
+        tag: str,
+        namespace: str,
+        *extra: str,
+        resync_seconds: float = 30.0,
+    ) -> None:
+        self.user = f"status-writer-{tag}-{uuid.uuid4().hex[:6]}"
+        kubeconfig = plane.write_kubeconfig(
+            self.user, plane.pki.client(self.user, "system:masters")
+        )
+        self.log_path = workdir / f"{self.user}.log"
+        self._log = self.log_path.open("wb")
+        command = [
+            SCRIPT, "status-writer",
+            "--kubeconfig", str(kubeconfig),
+            "--namespace", namespace,
+            "--lease-namespace", namespace,
+            "--metrics-port", "0",
+            "--metrics-host", "127.0.0.1",
+            "--lease-duration-seconds", str(LEASE_DURATION),
+            "--renew-deadline-seconds", str(RENEW_DEADLINE),
+            "--retry-period-seconds", str(RETRY_PERIOD),
+            "--resync-seconds", str(resync_seconds),
+            "--workers", "2",
+            "--log-level", "debug",
+            *extra,
+        ]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+        env["POD_NAME"] = self.user
+        self.process = subprocess.Popen(  # noqa: S603 - our own console script
+            command, stdout=subprocess.DEVNULL, stderr=self._log, env=env,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    # logs
+
+    def logs(self) -> list[dict[str, Any]]:
+        lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        entries = []
+        for line in lines:
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError:
+                entries.append({"msg": "(not JSON)", "line": line})
+        return entries
+
+    def messages(self, msg: str) -> list[dict[str, Any]]:
+        return [entry for entry in self.logs() if entry.get("msg") == msg]
+
+    def wait_log(self, msg: str, *, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
+        def seen() -> list[dict[str, Any]]:
+            assert self.process.poll() is None, f"writer exited {self.process.returncode}"
+            found = self.messages(msg)
+            return found if len(found) >= count else []
+
+        found: list[dict[str, Any]] = eventually(
+            seen, timeout=timeout, what=f"log {msg!r} x{count}"
+        )
+        return found
+
+    @property
+    def identity(self) -> str:
+        return str(self.wait_log("status writer started")[0]["identity"])
+
+    # probes and metrics
+
+    def port(self) -> int:
+        return int(self.wait_log("health endpoint listening")[0]["port"])
+
+    def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        url = f"http://127.0.0.1:{self.port()}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback
+            text = response.read().decode()
+        samples = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+        return samples
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.metrics().get((name, tuple(sorted(labels.items()))), 0.0)
+
+    # lifecycle
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.process.send_signal(sig)
+
+    def stop(self, timeout: float = 20.0) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self._log.close()
+
+    def kill(self) -> None:
+        """SIGKILL: no release of the Lease, no goodbye (works on a SIGSTOPped one too)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        self._log.close()
+
+
+@dataclass
+class Writers:
+    """Writers started by one test, each killed at its end (only these, by their pid)."""
+
+    plane: ControlPlane
+    workdir: pathlib.Path
+    namespace: str
+    started: list[WriterProcess]
+
+    def start(self, tag: str, *extra: str, resync_seconds: float = 30.0) -> WriterProcess:
+        writer = WriterProcess(
+            self.plane, self.workdir, tag, self.namespace, *extra, resync_seconds=resync_seconds
+        )
+        self.started.append(writer)
+        return writer
+
+    def close(self) -> None:
+        for writer in self.started:
+            writer.kill()
+
+
+# -- the audit log ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Audited:
+    """One request as kube-apiserver logged it (stage ResponseComplete)."""
+
+    verb: str
+    user: str
+    uri: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    code: int
+    received: datetime
+    user_agent: str
+
+
+class Audit:
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+
+    def events(self, namespace: str) -> list[Audited]:
+        """Completed requests about objects in `namespace` (or listing it)."""
+        found = []
+        needle = f'"namespace":"{namespace}"'
+        for line in _lines(self.plane.audit_log):
+            if needle not in line:
+                continue
+            event = json.loads(line)
+            if event.get("stage") != "ResponseComplete":
+                continue
+            ref = event.get("objectRef") or {}
+            found.append(
+                Audited(
+                    verb=event["verb"],
+                    user=event["user"]["username"],
+                    uri=event["requestURI"],
+                    resource=ref.get("resource", ""),
+                    subresource=ref.get("subresource", ""),
+                    namespace=ref.get("namespace", ""),
+                    name=ref.get("name", ""),
+                    code=int((event.get("responseStatus") or {}).get("code", 0)),
+                    received=datetime.fromisoformat(event["requestReceivedTimestamp"]),
+                    user_agent=event.get("userAgent", ""),
+                )
+            )
+        return found
+
+    def status_writes(self, namespace: str, user: str | None = None) -> list[Audited]:
+        """Every request to `feedbackstores/status` that could change it (all verbs but get)."""
+        return [
+            e
+            for e in self.events(namespace)
+            if e.resource == PLURAL
+            and e.subresource == "status"
+            and e.verb != "get"
+            and (user is None or e.user == user)
+        ]
+
+    def writes_by(self, namespace: str, user: str, resource: str) -> list[Audited]:
+        verbs = {"create", "update", "patch", "delete"}
+        return [
+            e
+            for e in self.events(namespace)
+            if e.user == user and e.resource == resource and e.verb in verbs
+        ]
+
+    def flush(self, namespace: str) -> None:
+        """Wait until a marker request is in the log: every earlier request is there too."""
+        marker = f"audit-marker-{uuid.uuid4().hex[:10]}"
+        core = k8s.CoreV1Api(api_client(self.plane))
+        try:
+            core.read_namespaced_config_map(marker, namespace)
+        except k8s.ApiException as error:
+            assert error.status == 404
+        eventually(
+            lambda: any(e.name == marker for e in self.events(namespace)),
+            what="audit marker logged",
+        )
+
+
+def _lines(path: pathlib.Path) -> Iterator[str]:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        yield from handle
+
+
+# -- objects ---------------------------------------------------------------------------
+
+
+class Stores:
+    """FeedbackStores of one namespace, through the official client as the admin."""
+
+    def __init__(self, plane: ControlPlane, namespace: str) -> None:
+        self.plane = plane
+        self.namespace = namespace
+        self.api = k8s.CustomObjectsApi(api_client(plane))
+
+    def create(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        body = feedbackstore(name, spec)
+        created: dict[str, Any] = self.api.create_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, body
+        )
+        return created
+
+    def get(self, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.api.get_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, name
+        )
+        return found
+
+    def merge(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch on the main resource (spec or metadata)."""
+        patched: dict[str, Any] = self.api.patch_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, name, patch,
+            _content_type="application/merge-patch+json",
+        )  # fmt: skip
+        return patched
+
+    def set_spec(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        """Replace the spec whole (a merge patch would merge into the old one)."""
+        current = self.get(name)
+        current["spec"] = spec
+        replaced: dict[str, Any] = self.api.replace_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, PLURAL, name, current
+        )
+        return replaced
+
+    def delete(self, name: str) -> None:
+        self.api.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, name)
+
+    def apply_status(self, name: str, manager: str, conditions: list[dict[str, Any]]) -> None:
+        """Server-side apply of `status.conditions` as another controller would."""
+        body = feedbackstore(name, None, namespace=self.namespace)
+        body["status"] = {"conditions": conditions}
+        self.api.patch_namespaced_custom_object_status(
+            GROUP, VERSION, self.namespace, PLURAL, name, body,
+            field_manager=manager, force=True, _content_type="application/apply-patch+yaml",
+        )  # fmt: skip
+
+    def condition(self, name: str, kind: str = "Validated") -> dict[str, Any] | None:
+        return condition_of(self.get(name), kind)
+
+    def wait_condition(
+        self,
+        name: str,
+        matches: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float = 30.0,
+        what: str = "condition",
+    ) -> dict[str, Any]:
+        def check() -> dict[str, Any] | None:
+            obj = self.get(name)
+            condition = condition_of(obj, "Validated")
+            return obj if condition is not None and matches(condition) else None
+
+        found: dict[str, Any] = eventually(check, timeout=timeout, what=f"{name}: {what}")
+        return found
+
+    def wait_current(self, *names: str, timeout: float = 30.0) -> dict[str, dict[str, Any]]:
+        """Each object's `Validated` condition is for its current generation."""
+        return {
+            name: self.wait_condition(
+                name,
+                lambda c, n=name: (
+                    c.get("observedGeneration") == self.get(n)["metadata"]["generation"]
+                ),
+                timeout=timeout,
+                what="observedGeneration current",
+            )
+            for name in names
+        }
+
+
+def condition_of(obj: dict[str, Any], kind: str = "Validated") -> dict[str, Any] | None:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == kind), None)
+
+
+def managed_by(obj: dict[str, Any], manager: str) -> list[dict[str, Any]]:
+    return [e for e in obj["metadata"].get("managedFields") or [] if e["manager"] == manager]
+
+
+def create_unguarded(
+    plane: ControlPlane, namespace: str, objects: dict[str, dict[str, Any]]
+) -> None:
+    """Create objects the shipped CRD's CEL rules would refuse, then put the shipped CRD back.
+
+    The platform's CRD of today has the same schema without CEL, so they get in; the
+    shipped CRD is installed again before returning (other tests, and the writer's later
+    writes, run against it).
+    """
+    install_crd(plane, platform_today_crd())
+    try:
+        stores = Stores(plane, namespace)
+        for name, spec in objects.items():
+            stores.create(name, spec)
+    finally:
+        install_crd(plane, shipped_crd())
+
+
+def wall_seconds(entry: dict[str, Any]) -> float:
+    """A writer log line's time as epoch seconds."""
+    return datetime.fromisoformat(str(entry["time"])).timestamp()
+
+
+def settle(seconds: float) -> None:
+    """A quiet period the writer is given to do something it must not do."""
+    time.sleep(seconds)

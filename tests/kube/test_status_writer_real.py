@@ -1,0 +1,436 @@
+"""The status writer against a real kube-apiserver and etcd (issue 8, item 2.5).
+
+Each test runs `feedbackstore-webhook status-writer` (the console script) as a child
+process scoped to a fresh namespace, as a user of its own, and checks what it did by what
+the real server stores and by the server's audit log, not by the writer's word.
+
+Invalid objects: the shipped CRD (installed for this module) refuses them with CEL, so they
+are created while the platform's CRD of today (no CEL) is installed, and the shipped CRD is
+put back before any writer starts (`create_unguarded`). That is the writer's reason to
+exist — objects that predate the CRD's rules — and it shows the real server lets the writer
+apply `status` on an object its current rules would refuse (CRD validation ratcheting: the
+unchanged spec is not re-judged).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from tests.kube.cluster import api_client, install_crd, new_namespace, shipped_crd
+from tests.kube.controlplane import ControlPlane
+from tests.kube.status_writer_support import (
+    INVALID,
+    INVALID_MESSAGE,
+    LEASE,
+    LEASE_DURATION,
+    MANAGER,
+    RETRY_PERIOD,
+    VALID,
+    Audit,
+    Stores,
+    Writers,
+    condition_of,
+    create_unguarded,
+    managed_by,
+    settle,
+    wall_seconds,
+)
+
+pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
+
+RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+VALID_MESSAGE = "feedback store spec is coherent"
+TWO_SCORES: dict[str, Any] = {
+    "human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}, {"name": "stars"}]}
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shipped(control_plane: ControlPlane) -> None:
+    """Other modules swap the CRD variant; this one starts from the shipped CRD."""
+    install_crd(control_plane, shipped_crd())
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> str:
+    return new_namespace(control_plane, "sw")
+
+
+@pytest.fixture
+def stores(control_plane: ControlPlane, namespace: str) -> Stores:
+    return Stores(control_plane, namespace)
+
+
+@pytest.fixture
+def audit(control_plane: ControlPlane) -> Audit:
+    return Audit(control_plane)
+
+
+@pytest.fixture
+def writers(
+    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> Iterator[Writers]:
+    started = Writers(control_plane, tmp_path, namespace, [])
+    yield started
+    started.close()
+
+
+def coherent(condition: dict[str, Any]) -> bool:
+    return condition["status"] == "True"
+
+
+def invalid(condition: dict[str, Any]) -> bool:
+    return condition["status"] == "False"
+
+
+def at_generation(generation: int) -> Any:
+    return lambda condition: condition.get("observedGeneration") == generation
+
+
+# -- conditions, managedFields, generation -----------------------------------------------
+
+
+def test_conditions_are_applied_on_status_with_real_managed_fields_and_follow_generation(
+    control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    create_unguarded(control_plane, namespace, {"bad": INVALID})
+    stores.create("good", VALID)
+    writer = writers.start("a")
+
+    good = stores.wait_condition("good", coherent)
+    bad = stores.wait_condition("bad", invalid)
+    first_good = condition_of(good)
+    assert first_good is not None
+    assert {k: v for k, v in first_good.items() if k != "lastTransitionTime"} == {
+        "type": "Validated", "status": "True", "reason": "SpecCoherent",
+        "message": VALID_MESSAGE, "observedGeneration": 1,
+    }  # fmt: skip
+    assert RFC3339.match(first_good["lastTransitionTime"])
+    first_bad = condition_of(bad)
+    assert first_bad is not None
+    assert {k: v for k, v in first_bad.items() if k != "lastTransitionTime"} == {
+        "type": "Validated", "status": "False", "reason": "InvalidSpec",
+        "message": INVALID_MESSAGE, "observedGeneration": 1,
+    }  # fmt: skip
+
+    # Server-side apply on /status, as our field manager, owning exactly the one entry.
+    for obj in (good, bad):
+        (entry,) = managed_by(obj, MANAGER)
+        assert (entry["operation"], entry["subresource"]) == ("Apply", "status")
+        assert entry["fieldsV1"] == {"f:status": {"f:conditions": {'k:{"type":"Validated"}': {
+            ".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:observedGeneration": {},
+            "f:reason": {}, "f:status": {}, "f:type": {}}}}}  # fmt: skip
+        # A status write does not move the generation.
+        assert obj["metadata"]["generation"] == 1
+    audit.flush(namespace)
+    patches = audit.status_writes(namespace)
+    assert sorted(p.name for p in patches) == ["bad", "good"]
+    for patch in patches:
+        assert (patch.verb, patch.user, patch.code) == ("patch", writer.user, 200)
+        assert f"fieldManager={MANAGER}" in patch.uri
+        assert "force=true" in patch.uri
+
+    # A spec change is a new generation; same verdict: lastTransitionTime stays.
+    time.sleep(1.1)  # whole seconds: a flip from now on shows a later lastTransitionTime
+    assert stores.set_spec("good", TWO_SCORES)["metadata"]["generation"] == 2
+    second_good = condition_of(stores.wait_condition("good", at_generation(2)))
+    assert second_good is not None
+    assert second_good["status"] == "True"
+    assert second_good["lastTransitionTime"] == first_good["lastTransitionTime"]
+
+    # Fixing the invalid spec flips the condition and moves lastTransitionTime.
+    assert stores.set_spec("bad", VALID)["metadata"]["generation"] == 2
+    fixed = condition_of(stores.wait_condition("bad", at_generation(2)))
+    assert fixed is not None
+    assert (fixed["status"], fixed["reason"], fixed["message"]) == (
+        "True", "SpecCoherent", VALID_MESSAGE)  # fmt: skip
+    assert fixed["lastTransitionTime"] > first_bad["lastTransitionTime"]
+
+    # Metadata changes are not a new generation, so they cost the writer nothing.
+    labelled = stores.merge("good", {"metadata": {"labels": {"team": "sales"}}})
+    assert labelled["metadata"]["generation"] == 2
+    settle(1.0)
+    audit.flush(namespace)
+    assert sorted(p.name for p in audit.status_writes(namespace)) == [
+        "bad", "bad", "good", "good"]  # fmt: skip
+    assert writer.metric("feedbackstore_status_writes_total", result="ok") == 4
+    assert writer.metric("feedbackstore_status_watch_events_total", type="MODIFIED") >= 5
+
+
+def test_another_managers_condition_survives_and_is_never_clobbered(
+    namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    stores.create("shared", VALID)
+    ready = {
+        "type": "Ready", "status": "False", "reason": "Waiting",
+        "message": "gateway not synced", "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }  # fmt: skip
+    stores.apply_status("shared", "other-controller", [ready])
+    writer = writers.start("a")
+    stores.wait_condition("shared", coherent)
+
+    obj = stores.get("shared")
+    assert condition_of(obj, "Ready") == ready
+    (theirs,) = managed_by(obj, "other-controller")
+    assert list(theirs["fieldsV1"]["f:status"]["f:conditions"]) == ['k:{"type":"Ready"}']
+    (ours,) = managed_by(obj, MANAGER)
+    assert list(ours["fieldsV1"]["f:status"]["f:conditions"]) == ['k:{"type":"Validated"}']
+
+    # The other controller changes its condition: ours stays, and is not rewritten.
+    validated = condition_of(obj)
+    ready_now = {**ready, "status": "True", "reason": "Synced", "message": "gateway synced"}
+    stores.apply_status("shared", "other-controller", [ready_now])
+    settle(1.0)
+    audit.flush(namespace)
+    assert len(audit.status_writes(namespace, writer.user)) == 1
+    obj = stores.get("shared")
+    assert condition_of(obj) == validated
+    assert condition_of(obj, "Ready") == ready_now
+
+    # Our rewrite (a new generation) leaves theirs exactly as it is.
+    stores.set_spec("shared", TWO_SCORES)
+    obj = stores.wait_condition("shared", at_generation(2))
+    assert condition_of(obj, "Ready") == ready_now
+    assert [c["type"] for c in obj["status"]["conditions"]] == ["Ready", "Validated"]
+    assert len(audit.status_writes(namespace, writer.user)) == 2
+
+
+def test_a_validated_condition_applied_by_an_older_controller_is_taken_over(
+    namespace: str, stores: Stores, writers: Writers
+) -> None:
+    stores.create("legacy", VALID)
+    stale = {
+        "type": "Validated", "status": "Unknown", "reason": "Pending",
+        "message": "not checked yet", "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }  # fmt: skip
+    stores.apply_status("legacy", "legacy-controller", [stale])
+    writers.start("a")
+
+    obj = stores.wait_condition("legacy", coherent)
+    condition = condition_of(obj)
+    assert condition is not None
+    assert condition["lastTransitionTime"] != stale["lastTransitionTime"]  # Unknown -> True
+    # force=true moved every field whose value differed to us; the entry's key (`type`,
+    # the same value in both applies) stays co-owned, as server-side apply shares fields
+    # two managers set to the same value.
+    entry = 'k:{"type":"Validated"}'
+    (theirs,) = managed_by(obj, "legacy-controller")
+    assert theirs["fieldsV1"] == {"f:status": {"f:conditions": {entry: {".": {}, "f:type": {}}}}}
+    (ours,) = managed_by(obj, MANAGER)
+    assert set(ours["fieldsV1"]["f:status"]["f:conditions"][entry]) == {
+        ".", "f:type", "f:status", "f:reason", "f:message", "f:lastTransitionTime",
+        "f:observedGeneration"}  # fmt: skip
+
+
+# -- restarts, leader election -----------------------------------------------------------
+
+
+def test_a_restart_with_everything_current_writes_nothing(
+    control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    create_unguarded(control_plane, namespace, {"bad": INVALID})
+    stores.create("good", VALID)
+    stores.create("other", TWO_SCORES)
+    first = writers.start("first")
+    stores.wait_current("bad", "good", "other")
+    assert first.stop() == 0
+
+    second = writers.start("second", resync_seconds=1.0)
+    second.wait_log("started leading")
+    # Two resyncs: every object re-checked at least three times, none written.
+    second.wait_log("listed")
+    settle(2.5)
+    audit.flush(namespace)
+    assert audit.status_writes(namespace, second.user) == []
+    assert audit.writes_by(namespace, second.user, "events") == []
+    assert second.metric("feedbackstore_status_reconciles_total", outcome="up_to_date") >= 9
+    assert second.metric("feedbackstore_status_writes_total", result="ok") == 0
+    assert second.metric("feedbackstore_status_objects_invalid") == 1
+    assert [p.user for p in audit.status_writes(namespace)] == [first.user] * 3
+
+
+def test_two_writers_one_lease_the_standby_never_writes_and_takes_over_a_killed_leader(
+    namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    leader = writers.start("leader")
+    leader.wait_log("started leading")
+    standby = writers.start("standby")
+    standby.wait_log("listed")
+    for index in range(3):
+        stores.create(f"store-{index}", VALID)
+    stores.wait_current("store-0", "store-1", "store-2")
+    stores.set_spec("store-0", TWO_SCORES)
+    stores.wait_current("store-0")
+    settle(1.0)
+    audit.flush(namespace)
+
+    assert len(audit.status_writes(namespace, leader.user)) == 4
+    assert audit.status_writes(namespace, standby.user) == []
+    assert audit.writes_by(namespace, standby.user, "leases") == []
+    assert standby.messages("started leading") == []
+    assert standby.metric("feedbackstore_status_leader") == 0
+    # It reconciled every change as a standby: seen, and declined.
+    assert standby.metric("feedbackstore_status_reconciles_total", outcome="standby") >= 4
+    assert standby.metric("feedbackstore_status_objects") == 3  # a warm cache
+
+    leader.kill()
+    killed_at = time.time()
+    (took_over,) = standby.wait_log("started leading", timeout=LEASE_DURATION + 10)
+    waited = wall_seconds(took_over) - killed_at
+    # It waited for the Lease to expire (measured from its last renewal, seen on the
+    # standby's own clock), and took it within a couple of retry periods after that.
+    assert LEASE_DURATION - RETRY_PERIOD - 0.3 <= waited <= LEASE_DURATION + 2 * RETRY_PERIOD + 2.0
+
+    lease = k8s.CustomObjectsApi(api_client(writers.plane)).get_namespaced_custom_object(
+        "coordination.k8s.io", "v1", namespace, "leases", LEASE
+    )
+    spec = lease["spec"]
+    assert spec["holderIdentity"] == standby.identity
+    assert spec["leaseTransitions"] == 1
+    assert spec["leaseDurationSeconds"] == LEASE_DURATION
+    assert MICRO_TIME.match(spec["renewTime"]) and MICRO_TIME.match(spec["acquireTime"])
+
+    stores.set_spec("store-1", TWO_SCORES)
+    stores.wait_current("store-1")
+    audit.flush(namespace)
+    assert [p.name for p in audit.status_writes(namespace, standby.user)] == ["store-1"]
+
+
+# -- Events -----------------------------------------------------------------------------
+
+
+def test_events_are_accepted_by_the_real_validation_and_stored_as_expected(
+    control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    create_unguarded(control_plane, namespace, {"bad": INVALID})
+    stores.create("good", VALID)
+    writer = writers.start("a", resync_seconds=1.0)
+    bad = stores.wait_condition("bad", invalid)
+    stores.wait_condition("good", coherent)
+    time.sleep(1.1)
+    stores.set_spec("bad", VALID)
+    stores.wait_condition("bad", coherent)
+    settle(1.5)  # a resync: no more Events
+
+    core = k8s.CoreV1Api(api_client(control_plane))
+    events = sorted(
+        core.list_namespaced_event(namespace).to_dict()["items"],
+        key=lambda e: e["metadata"]["creation_timestamp"],
+    )
+    assert [(e["type"], e["reason"]) for e in events] == [
+        ("Warning", "InvalidSpec"), ("Normal", "SpecCoherent")]  # fmt: skip
+    warning, normal = events
+    assert warning["message"] == f"spec is invalid: {INVALID_MESSAGE}"
+    assert normal["message"] == VALID_MESSAGE
+    for event in events:
+        involved = event["involved_object"]
+        assert (involved["api_version"], involved["kind"], involved["name"]) == (
+            "agents.ctxmesh.ai/v1beta1", "FeedbackStore", "bad")  # fmt: skip
+        assert (involved["namespace"], involved["uid"]) == (namespace, bad["metadata"]["uid"])
+        assert event["source"]["component"] == MANAGER
+        assert event["reporting_component"] == MANAGER
+        assert event["reporting_instance"] == writer.identity
+        assert event["count"] == 1
+        assert event["first_timestamp"] == event["last_timestamp"]
+        assert event["metadata"]["name"].startswith("bad.")
+        assert [m["manager"] for m in event["metadata"]["managed_fields"]] == [MANAGER]
+
+    # The same Events through events.k8s.io/v1 (one storage, two views). Read as plain
+    # JSON: the client's typed EventsV1Api cannot decode them (its model requires
+    # eventTime, which the server leaves null for a core/v1 Event created without one).
+    new = k8s.CustomObjectsApi(api_client(control_plane)).list_namespaced_custom_object(
+        "events.k8s.io", "v1", namespace, "events"
+    )["items"]
+    by_reason = {e["reason"]: e for e in new}
+    assert set(by_reason) == {"InvalidSpec", "SpecCoherent"}
+    for event in new:
+        assert event["reportingController"] == MANAGER
+        assert event["reportingInstance"] == writer.identity
+        assert event["regarding"]["uid"] == bad["metadata"]["uid"]
+        assert event["deprecatedSource"] == {"component": MANAGER}
+        assert event["deprecatedCount"] == 1
+        assert event["eventTime"] is None
+        assert "action" not in event
+    assert by_reason["InvalidSpec"]["note"] == f"spec is invalid: {INVALID_MESSAGE}"
+    assert by_reason["InvalidSpec"]["type"] == "Warning"
+    created = audit.writes_by(namespace, writer.user, "events")
+    assert [(e.verb, e.code) for e in created] == [("create", 201)] * 2
+
+
+# -- watch expiry and API-server restarts --------------------------------------------------
+
+
+def test_a_watch_expired_by_a_real_etcd_compaction_relists_and_converges(
+    control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    for name in ("kept", "changed", "deleted"):
+        stores.create(name, VALID)
+    writer = writers.start("a")
+    stores.wait_current("kept", "changed", "deleted")
+    listed_at = writer.wait_log("listed")[-1]["resourceVersion"]
+
+    # The writer misses everything from here (a paused process), while the cluster moves on,
+    # etcd is compacted past the writer's resourceVersion, and kube-apiserver restarts (so
+    # its watch cache, too, starts after it).
+    writer.signal(signal.SIGSTOP)
+    try:
+        stores.set_spec("changed", TWO_SCORES)
+        stores.create("added", VALID)
+        stores.delete("deleted")
+        revision = control_plane.compact_etcd()
+        assert revision > int(listed_at)
+        control_plane.restart_apiserver()
+        # The compaction is real: the past is gone from etcd itself.
+        with pytest.raises(k8s.ApiException) as expired:
+            stores.api.list_namespaced_custom_object(
+                "agents.ctxmesh.ai", "v1beta1", namespace, "feedbackstores",
+                resource_version=listed_at, resource_version_match="Exact",
+            )  # fmt: skip
+        assert expired.value.status == 410
+    finally:
+        writer.signal(signal.SIGCONT)
+
+    writer.wait_log("resourceVersion expired (410 Gone); relisting", timeout=60)
+    stores.wait_current("kept", "changed", "added", timeout=60)
+    assert writer.wait_log("listed", count=2)[-1]["objects"] == 3
+    settle(1.0)
+    audit.flush(namespace)
+    names = [p.name for p in audit.status_writes(namespace, writer.user)]
+    # One write each before; after the relist only what changed: no rewrite of "kept".
+    assert sorted(names) == ["added", "changed", "changed", "deleted", "kept"]
+    assert writer.metric("feedbackstore_status_watch_restarts_total", reason="gone") >= 1
+    assert writer.metric("feedbackstore_status_objects") == 3
+
+
+def test_an_api_server_restart_mid_run_is_survived_without_rewrites(
+    control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    create_unguarded(control_plane, namespace, {"bad": INVALID})
+    stores.create("good", VALID)
+    writer = writers.start("a")
+    stores.wait_current("bad", "good")
+    try:
+        control_plane.stop_apiserver()
+        writer.wait_log("list/watch failed")
+        writer.wait_log("stopped leading", timeout=15)
+    finally:
+        if not control_plane.apiserver.running():
+            control_plane.start_apiserver()
+    stores.set_spec("bad", VALID)
+    stores.wait_condition("bad", lambda c: coherent(c) and at_generation(2)(c), timeout=60)
+    writer.wait_log("started leading", count=2, timeout=30)
+    settle(1.0)
+    audit.flush(namespace)
+    names = [p.name for p in audit.status_writes(namespace, writer.user)]
+    assert sorted(names) == ["bad", "bad", "good"]
+    assert writer.metric("feedbackstore_status_watch_restarts_total", reason="error") >= 1
+    assert writer.process.poll() is None

@@ -1,0 +1,258 @@
+"""What a kubectl user sees, run for real: kubectl in one namespace, its output as a console.
+
+- `User` runs kubectl the way a user in namespace `agents` would (the context's
+  namespace, the repository's `examples/` as files), and returns each `Step`
+  with the namespace, the staging directory and the webhook's port normalised,
+  so the text is the same on every run.
+- `console()` renders steps the way a terminal shows them (kubectl writes
+  warnings while the request runs, then the result or the error).
+- The README section "What a `kubectl apply` user sees" is made of console
+  blocks, each opening with a `# …` line; `matches_readme()` compares a block
+  with what the server printed (FEEDBACKSTORE_WRITE_README=1 rewrites the block
+  from the run instead, like a snapshot update).
+- `reviews_answered()` reads the webhook's own counter, to tell whether
+  kube-apiserver called it at all; `slow_webhook()` is a TLS endpoint that
+  answers too late.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import os
+import pathlib
+import re
+import shlex
+import ssl
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from tests.kube.cluster import REPO, WebhookServer, registered, registration, serving_files
+from tests.kube.controlplane import ControlPlane
+
+README = REPO / "README.md"
+SECTION = "### What a `kubectl apply` user sees"
+EXAMPLES = REPO / "examples"
+# The namespace the README's user works in; every test namespace is shown as this.
+SHOWN_NAMESPACE = "agents"
+# The port a transcript shows for a webhook on 127.0.0.1 (the real one is free-picked).
+SHOWN_PORT = "8443"
+
+# The opening lines of the README's console blocks: one per situation a user meets.
+TODAY = "# the CRD as ctxmesh ships it today (no CEL rules), this webhook registered"
+TODAY_LEGACY = (
+    "# the same, duplicate-across-sources created (with a finalizer) before the webhook was"
+    " registered"
+)
+UNKNOWN_FIELDS = "# a typo: kube-apiserver decodes before any rule or webhook runs"
+TODAY_FAILING = "# the webhook registered (failurePolicy: Fail, timeoutSeconds: 5) but not running"
+SHIPPED = "# the CRD from manifests/crd/ (CEL rules), this webhook registered"
+BLOCKS = (TODAY, TODAY_LEGACY, UNKNOWN_FIELDS, TODAY_FAILING, SHIPPED)
+
+# The repository's examples, as the README's commands name them.
+ACROSS = "examples/invalid/duplicate-across-sources.yaml"
+CHANNEL = "examples/invalid/duplicate-channel.yaml"
+ENUMS = "examples/invalid/wrong-case-enum.yaml"
+TYPO = "examples/invalid/typo-no-source.yaml"
+MINIMAL = "examples/minimal.yaml"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kubectl command as shown to the user, and what it printed (normalised)."""
+
+    command: str
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def printed(self) -> tuple[int, str, str]:
+        return self.returncode, self.stdout, self.stderr
+
+    def console(self) -> list[str]:
+        """Terminal order: warnings (written during the request), the result, then errors."""
+        errors = self.stderr.splitlines()
+        warnings = [line for line in errors if line.startswith("Warning: ")]
+        rest = [line for line in errors if not line.startswith("Warning: ")]
+        lines = [f"$ {self.command}", *warnings, *self.stdout.splitlines(), *rest]
+        return [line.rstrip() for line in lines]
+
+
+Shown = Step | str  # a step, or a `# …` line between steps
+
+
+def failed(stderr: str) -> tuple[int, str, str]:
+    """What `Step.printed` is for a refused command: exit 1, nothing on stdout."""
+    return 1, "", stderr
+
+
+def succeeded(stdout: str, warnings: str = "") -> tuple[int, str, str]:
+    return 0, stdout, warnings
+
+
+def webhook_call_failed(path: str, timeout: int, error: str) -> str:
+    """kube-apiserver's text when it cannot get an answer from our webhook (failurePolicy: Fail)."""
+    return (
+        f'Error from server (InternalError): error when creating "{path}": Internal error occurred:'
+        ' failed calling webhook "validate.feedbackstores.agents.ctxmesh.ai": failed to call'
+        f' webhook: Post "https://127.0.0.1:{SHOWN_PORT}/validate?timeout={timeout}s": {error}\n'
+    )
+
+
+def console(items: Sequence[Shown]) -> str:
+    """The console block text (without the fences) for steps and comment lines."""
+    lines: list[str] = []
+    for item in items:
+        lines.extend([item] if isinstance(item, str) else item.console())
+    return "\n".join(lines) + "\n"
+
+
+class User:
+    """kubectl as a user whose current context's namespace is a test namespace.
+
+    The repository's `examples/` are staged with that namespace, so commands
+    read like the README's (`kubectl apply -f examples/minimal.yaml`).
+    """
+
+    def __init__(self, plane: ControlPlane, namespace: str, workdir: pathlib.Path) -> None:
+        self.plane = plane
+        self.namespace = namespace
+        self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        config = yaml.safe_load(plane.kubeconfig.read_text())
+        config["contexts"][0]["context"]["namespace"] = namespace
+        self.kubeconfig = workdir / "kubeconfig.yaml"
+        self.kubeconfig.write_text(yaml.safe_dump(config))
+        self.kubeconfig.chmod(0o600)
+        for source in sorted(EXAMPLES.rglob("*.yaml")):
+            staged = workdir / source.relative_to(REPO)
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            document = yaml.safe_load(source.read_text())
+            document["metadata"]["namespace"] = namespace
+            staged.write_text(yaml.safe_dump(document, sort_keys=False))
+        self.ports: list[int] = []  # webhook ports shown as SHOWN_PORT
+
+    def document(self, path: str) -> dict[str, Any]:
+        """A staged example, to change before sending it by stdin."""
+        loaded: dict[str, Any] = yaml.safe_load((self.workdir / path).read_text())
+        return loaded
+
+    def run(self, command: str, stdin: dict[str, Any] | None = None, *,
+            timeout: float = 60.0) -> Step:  # fmt: skip
+        """Run `command` (a `kubectl …` line as the README shows it) and normalise its output."""
+        words = shlex.split(command)
+        assert words[0] == "kubectl", command
+        args = [self._staged(word) for word in words[1:]]
+        result = self.plane.kubectl(
+            *args,
+            stdin=None if stdin is None else yaml.safe_dump(stdin),
+            kubeconfig=self.kubeconfig,
+            timeout=timeout,
+        )
+        return Step(command, result.returncode, self.normalise(result.stdout),
+                    self.normalise(result.stderr))  # fmt: skip
+
+    def _staged(self, word: str) -> str:
+        path = self.workdir / word
+        return str(path) if word.endswith(".yaml") and path.exists() else word
+
+    def normalise(self, text: str) -> str:
+        text = text.replace(f"{self.workdir}/", "").replace(self.namespace, SHOWN_NAMESPACE)
+        for port in self.ports:
+            text = text.replace(f"127.0.0.1:{port}", f"127.0.0.1:{SHOWN_PORT}")
+        return text
+
+
+def register(plane: ControlPlane, url: str, ca: bytes, namespace: str, *, wait: bool = True,
+             **overrides: Any) -> contextlib.AbstractContextManager[dict[str, Any]]:  # fmt: skip
+    """The shipped registration pointed at `url` (entry fields `overrides`), for a `with`."""
+    name = f"kubectl-test-{uuid.uuid4().hex[:8]}"
+    return registered(plane, registration(name, url, ca, **overrides), namespace, wait=wait)
+
+
+def reviews_answered(server: WebhookServer) -> float:
+    """How many AdmissionReviews the webhook has answered (its own counter, all verdicts)."""
+    context = ssl.create_default_context(cadata=server.ca_pem.decode())
+    url = f"https://127.0.0.1:{server.port}/metrics"
+    with urllib.request.urlopen(url, context=context, timeout=10) as response:
+        text = response.read().decode()
+    samples = re.findall(
+        r"^feedbackstore_webhook_admission_requests_total\{[^}]*\} (\S+)$", text, re.M
+    )
+    return sum(float(value) for value in samples)
+
+
+@contextlib.contextmanager
+def slow_webhook(directory: pathlib.Path, delay: float) -> Iterator[tuple[str, bytes, int]]:
+    """A TLS endpoint on 127.0.0.1 that reads the review and answers only after `delay` s.
+
+    Yields (url, CA PEM, port). Its late answer is a 500, so a test can never
+    pass by a late answer being accepted.
+    """
+    cert, key, ca = serving_files(directory)
+
+    class Late(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            time.sleep(delay)
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Late)
+    server.daemon_threads = True
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    port = int(server.server_address[1])
+    try:
+        yield f"https://127.0.0.1:{port}/validate", ca, port
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def readme_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(SECTION)
+    end = text.find("\n### ", start + len(SECTION))
+    return text[start : end if end != -1 else len(text)]
+
+
+def readme_blocks() -> list[str]:
+    """The console blocks of the README section, in order (text between the fences)."""
+    return re.findall(r"^```console\n(.*?)^```$", readme_section(), re.S | re.M)
+
+
+def readme_block(first_line: str) -> str:
+    found = [block for block in readme_blocks() if block.splitlines()[0] == first_line]
+    assert len(found) == 1, f"README {SECTION!r}: {len(found)} blocks open with {first_line!r}"
+    return found[0]
+
+
+WRITE_README = "FEEDBACKSTORE_WRITE_README"
+
+
+def matches_readme(shown: str) -> bool:
+    """Whether the README block opening like `shown` is `shown`; rewritten instead on request."""
+    block = readme_block(shown.splitlines()[0])
+    if os.environ.get(WRITE_README) == "1" and block != shown:
+        text = README.read_text(encoding="utf-8")
+        start = text.index(SECTION)
+        at = text.index(f"```console\n{block}```", start)
+        README.write_text(text[:at] + f"```console\n{shown}```" + text[at + len(block) + 14 :],
+                          encoding="utf-8")  # fmt: skip
+        return True
+    return block == shown

@@ -36,7 +36,9 @@ def with_client_cert(server_ca: trustme.CA, signer: trustme.CA | None) -> ssl.SS
     return context
 
 
-async def first_bytes(port: int, context: ssl.SSLContext) -> bytes:
+async def first_bytes(
+    port: int, context: ssl.SSLContext, server_hostname: str = SERVICE_DNS
+) -> bytes:
     """What a GET on a new connection is answered with: b"" when the server hung up in TLS.
 
     The server refuses a client certificate inside the handshake. asyncio (and
@@ -47,7 +49,7 @@ async def first_bytes(port: int, context: ssl.SSLContext) -> bytes:
     """
     try:
         reader, writer = await asyncio.open_connection(
-            "127.0.0.1", port, ssl=context, server_hostname=SERVICE_DNS
+            "127.0.0.1", port, ssl=context, server_hostname=server_hostname
         )
     except (ssl.SSLError, ConnectionError):
         return b""

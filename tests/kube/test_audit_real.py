@@ -83,7 +83,8 @@ def audit_annotations(plane: ControlPlane, verb: str, namespace: str, name: str)
                 return {k: v for k, v in annotations.items() if k.startswith(WEBHOOK_NAME)}
         return None
 
-    found: dict[str, str] = eventually(find, what=f"audit event of {verb} {namespace}/{name}")
+    found = eventually(find, what=f"audit event of {verb} {namespace}/{name}")
+    assert found is not None
     return found
 
 

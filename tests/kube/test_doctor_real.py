@@ -1,0 +1,570 @@
+"""`feedbackstore-webhook doctor` on the real kube-apiserver: every check passing, then each
+broken in turn.
+
+The module builds an install the way a cluster holds one, within the tests' network rule
+(kube-apiserver calls 127.0.0.1 only): an install namespace (not matched by any webhook)
+with the serving Secret, the Service and a hand-made EndpointSlice (no controller makes
+one here) pointing at a real `serve` on 127.0.0.1, a `url:` registration, a real
+`status-writer` holding the Lease and writing `Validated` on a store.
+
+Each breakage gets its own registration that matches only its own probe namespace (by a
+label no other registration selects), so a broken webhook never stands in the way of the
+next test, and the doctor's dry-run goes through the broken one alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import io
+import json
+import pathlib
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+
+from tests.admission_support.servers import ConsoleServer, console_script
+from tests.kube.cluster import (
+    API_VERSION,
+    GROUP,
+    PLURAL,
+    VERSION,
+    WebhookServer,
+    api_client,
+    eventually,
+    feedbackstore,
+    install_crd,
+    new_namespace,
+    registered,
+    registration,
+    shipped_crd,
+    webhook_server,
+)
+from tests.kube.controlplane import ControlPlane, free_port
+from webhook.certs.issue import Bundle, issue_bundle
+from webhook.cli.main import main
+from webhook.doctor.snapshot import CRD_NAME
+
+pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
+
+SCENARIO_LABEL = "feedbackstore-test/doctor"
+ENDPOINT = "192.0.2.10"
+VALID_SPEC = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
+EVERY_CHECK = [
+    "crd",
+    "webhook-configuration",
+    "failurePolicy",
+    "sideEffects",
+    "timeoutSeconds",
+    "admissionReviewVersions",
+    "namespaceSelector",
+    "ca-bundle",
+    "certificate-names",
+    "certificate-expiry",
+    "service-endpoints",
+    "webhook-answers",
+    "status-writer-lease",
+    "store-conditions",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shipped_crd(control_plane: ControlPlane) -> None:
+    install_crd(control_plane, shipped_crd())
+
+
+@dataclass
+class Install:
+    plane: ControlPlane
+    namespace: str
+    probe_namespace: str
+    configuration: str
+    server: WebhookServer
+    workdir: pathlib.Path
+
+    def args(self, **overrides: str) -> list[str]:
+        """The doctor's flags for this install; `overrides` replace or add (`--name value`)."""
+        flags = {
+            "kubeconfig": str(self.plane.kubeconfig),
+            "namespace": self.namespace,
+            "webhook-configuration": self.configuration,
+            "probe-namespace": self.probe_namespace,
+            "store-namespace": self.probe_namespace,
+        }
+        flags.update({key.replace("_", "-"): value for key, value in overrides.items()})
+        return [item for key, value in flags.items() for item in (f"--{key}", value)]
+
+
+def doctor(install: Install, **overrides: str) -> tuple[int, dict[str, dict[str, str]]]:
+    """Run the command in-process with `-o json`; (exit code, checks by name)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["doctor", *install.args(**overrides), "-o", "json"])
+    report = json.loads(out.getvalue())
+    checks = {check["name"]: check for check in report["checks"]}
+    assert list(checks) == EVERY_CHECK
+    assert report["healthy"] is (code == 0)
+    return code, checks
+
+
+def levels(checks: dict[str, dict[str, str]]) -> dict[str, str]:
+    return {name: check["status"] for name, check in checks.items()}
+
+
+def all_ok_but(checks: dict[str, dict[str, str]], **expected: str) -> None:
+    """Every check ok except those named (with `_` for `-`), which have the level given."""
+    wanted = {name: "ok" for name in EVERY_CHECK}
+    wanted.update({name.replace("_", "-"): level for name, level in expected.items()})
+    assert levels(checks) == wanted, json.dumps(checks, indent=1)
+
+
+# -- the install -------------------------------------------------------------------------
+
+
+def _plain_namespace(plane: ControlPlane, prefix: str, labels: dict[str, str]) -> str:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    body = {"metadata": {"name": name, "labels": labels}}
+    k8s.CoreV1Api(api_client(plane)).create_namespace(body)
+    return name
+
+
+def _tls_secret(plane: ControlPlane, namespace: str, name: str, cert: bytes, key: bytes,
+                ca: bytes) -> None:  # fmt: skip
+    data = {"tls.crt": cert, "tls.key": key, "ca.crt": ca}
+    body = {
+        "metadata": {"name": name},
+        "type": "kubernetes.io/tls",
+        "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
+    }
+    k8s.CoreV1Api(api_client(plane)).create_namespaced_secret(namespace, body)
+
+
+def _service(plane: ControlPlane, namespace: str, name: str, port: int, *,
+             ready: bool | None) -> None:  # fmt: skip
+    """A Service and, unless `ready` is None, an EndpointSlice for it at ENDPOINT:`port`.
+
+    kube-apiserver refuses loopback addresses in an EndpointSlice, so the endpoint is
+    a documentation address (RFC 5737): data for the doctor to read, never dialled
+    (the registrations call 127.0.0.1 by `url:`; nothing here uses the Service).
+    """
+    api = api_client(plane)
+    k8s.CoreV1Api(api).create_namespaced_service(namespace, {
+        "metadata": {"name": name},
+        "spec": {"selector": {"app.kubernetes.io/name": name},
+                 "ports": [{"name": "https", "port": 443, "targetPort": "https"}]},
+    })  # fmt: skip
+    if ready is None:
+        return
+    k8s.DiscoveryV1Api(api).create_namespaced_endpoint_slice(namespace, {
+        "metadata": {"name": f"{name}-1", "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [ENDPOINT], "conditions": {"ready": ready}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    })  # fmt: skip
+
+
+def _lease(plane: ControlPlane, namespace: str, name: str, holder: str,
+           renewed: dt.datetime) -> None:  # fmt: skip
+    stamp = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    k8s.CustomObjectsApi(api_client(plane)).create_namespaced_custom_object(
+        "coordination.k8s.io", "v1", namespace, "leases", {
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": name},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                     "acquireTime": stamp, "renewTime": stamp},
+        })  # fmt: skip
+
+
+@contextlib.contextmanager
+def status_writer(plane: ControlPlane, workdir: pathlib.Path, store_namespace: str,
+                  lease_namespace: str) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
+    log = (workdir / f"status-writer-{uuid.uuid4().hex[:6]}.log").open("wb")
+    process = subprocess.Popen(
+        [console_script(), "status-writer", "--kubeconfig", str(plane.kubeconfig),
+         "--namespace", store_namespace, "--lease-namespace", lease_namespace,
+         "--metrics-host", "127.0.0.1", "--metrics-port", "0"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def _validated(plane: ControlPlane, namespace: str, name: str) -> bool:
+    store = k8s.CustomObjectsApi(api_client(plane)).get_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name
+    )
+    conditions = (store.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Validated" for c in conditions)
+
+
+@pytest.fixture(scope="module")
+def install(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
+            _shipped_crd: None) -> Iterator[Install]:  # fmt: skip
+    plane = control_plane
+    workdir = tmp_path_factory.mktemp("doctor")
+    namespace = _plain_namespace(plane, "fbsys", {})
+    probe_namespace = new_namespace(plane, "doctor")
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(webhook_server(workdir / "webhook"))
+        _tls_secret(plane, namespace, "feedbackstore-webhook-tls", server.cert_file.read_bytes(),
+                    server.key_file.read_bytes(), server.ca_pem)  # fmt: skip
+        _service(plane, namespace, "feedbackstore-webhook", server.port, ready=True)
+        name = f"doctor-{uuid.uuid4().hex[:8]}"
+        stack.enter_context(
+            registered(plane, registration(name, server.url, server.ca_pem), probe_namespace)
+        )
+        stack.enter_context(status_writer(plane, workdir, probe_namespace, namespace))
+        k8s.CustomObjectsApi(api_client(plane)).create_namespaced_custom_object(
+            GROUP, VERSION, probe_namespace, PLURAL, feedbackstore("kept", VALID_SPEC)
+        )
+        eventually(lambda: _validated(plane, probe_namespace, "kept"), what="store Validated")
+        yield Install(plane, namespace, probe_namespace, name, server, workdir)
+
+
+@dataclass
+class Scenario:
+    """A registration of its own, matching only its own (labelled) probe namespace."""
+
+    name: str
+    namespace: str
+
+
+@contextlib.contextmanager
+def scenario(install: Install, url: str, ca_pem: bytes, *, live: bool = True,
+             **overrides: Any) -> Iterator[Scenario]:  # fmt: skip
+    tag = uuid.uuid4().hex[:8]
+    namespace = _plain_namespace(install.plane, "probe", {SCENARIO_LABEL: tag})
+    fields = {"namespaceSelector": {"matchLabels": {SCENARIO_LABEL: tag}}, **overrides}
+    document = registration(f"doctor-{tag}", url, ca_pem, **fields)
+    with registered(install.plane, document, namespace, wait=live):
+        yield Scenario(document["metadata"]["name"], namespace)
+
+
+def wait_refused(plane: ControlPlane, namespace: str) -> None:
+    """Until kube-apiserver uses a broken registration: a dry-run there is refused."""
+    probe = yaml.safe_dump(feedbackstore("refused-probe", VALID_SPEC))
+
+    def refused() -> bool:
+        result = plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
+                               stdin=probe)  # fmt: skip
+        return result.returncode != 0 and "failed calling webhook" in result.stderr
+
+    eventually(refused, timeout=30, what="broken registration in use")
+
+
+@contextlib.contextmanager
+def serving(install: Install, bundle: Bundle) -> Iterator[int]:
+    """`serve` on 127.0.0.1 with `bundle`'s pair; its port."""
+    directory = install.workdir / f"serve-{uuid.uuid4().hex[:6]}"
+    directory.mkdir()
+    cert, key = directory / "tls.crt", directory / "tls.key"
+    cert.write_bytes(bundle.cert)
+    key.write_bytes(bundle.key)
+    key.chmod(0o600)
+    port = free_port()
+    args = ["--host", "127.0.0.1", "--port", str(port)]
+    args += ["--tls-cert-file", str(cert), "--tls-private-key-file", str(key)]
+    process = ConsoleServer(args, cwd=directory)
+    try:
+        process.wait_log(lambda e: e.get("msg") == "serving", timeout=30)
+        yield port
+    finally:
+        process.kill()
+
+
+def with_secret(install: Install, bundle: Bundle) -> str:
+    name = f"tls-{uuid.uuid4().hex[:8]}"
+    _tls_secret(install.plane, install.namespace, name, bundle.cert, bundle.key, bundle.ca_cert)
+    return name
+
+
+# -- all is well -------------------------------------------------------------------------
+
+
+def test_a_healthy_install_passes_every_check(install: Install) -> None:
+    code, checks = doctor(install)
+    assert code == 0
+    all_ok_but(checks)
+    assert "127.0.0.1" in checks["certificate-names"]["detail"]
+    assert f"1 ready ({ENDPOINT})" in checks["service-endpoints"]["detail"]
+    assert "1 FeedbackStores" in checks["store-conditions"]["detail"]
+    assert "cross-field rules in CEL" in checks["crd"]["detail"]
+
+
+def test_text_output_is_one_line_per_check_and_exit_code_from_the_console_script(
+    install: Install,
+) -> None:
+    result = subprocess.run([console_script(), "doctor", *install.args()],
+                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[:2] for line in lines[:-1]] == [["ok", name] for name in EVERY_CHECK]
+    assert lines[-1].startswith("14 checks: 14 ok, 0 warnings, 0 failed, 0 skipped")
+    (install.workdir / "transcript-healthy.txt").write_text(result.stdout)
+
+
+# -- each thing broken in turn -----------------------------------------------------------
+
+
+def test_a_missing_webhook_configuration_fails_and_its_fields_are_skipped(
+    install: Install,
+) -> None:
+    code, checks = doctor(install, webhook_configuration="nowhere")
+    assert code == 1
+    assert checks["webhook-configuration"]["status"] == "fail"
+    assert (
+        "ValidatingWebhookConfiguration nowhere not found"
+        in (checks["webhook-configuration"]["detail"])
+    )
+    for name in EVERY_CHECK[2:10]:
+        assert checks[name]["status"] == "skip", name
+
+
+def test_failure_policy_ignore_fails_and_a_dead_webhook_behind_it_goes_unnoticed(
+    install: Install,
+) -> None:
+    dead = f"https://127.0.0.1:{free_port()}/validate"
+    with scenario(install, dead, install.server.ca_pem, live=False,
+                  failurePolicy="Ignore") as broken:  # fmt: skip
+        code, checks = doctor(install, webhook_configuration=broken.name,
+                              probe_namespace=broken.namespace)  # fmt: skip
+    assert code == 1
+    all_ok_but(checks, failurePolicy="fail", webhook_answers="fail")
+    assert checks["failurePolicy"]["detail"].startswith("Ignore:")
+    assert '"value":"Fail"' in checks["failurePolicy"]["fix"]
+    assert "without the webhook's warning" in checks["webhook-answers"]["detail"]
+    assert "failurePolicy Ignore" in checks["webhook-answers"]["fix"]
+
+
+def test_a_namespace_selector_that_matches_the_install_namespace_fails(
+    install: Install,
+) -> None:
+    with scenario(install, install.server.url, install.server.ca_pem,
+                  namespaceSelector={}) as broken:  # fmt: skip
+        code, checks = doctor(install, webhook_configuration=broken.name,
+                              probe_namespace=broken.namespace)  # fmt: skip
+    assert code == 1
+    all_ok_but(checks, namespaceSelector="fail")
+    assert f"matches kube-system and {install.namespace}" in checks["namespaceSelector"]["detail"]
+
+
+def test_a_wrong_ca_bundle_fails_and_kube_apiserver_says_unknown_authority(
+    install: Install,
+) -> None:
+    other_ca = issue_bundle(("127.0.0.1",)).ca_cert
+    with scenario(install, install.server.url, other_ca, live=False) as broken:
+        wait_refused(install.plane, broken.namespace)
+        code, checks = doctor(install, webhook_configuration=broken.name,
+                              probe_namespace=broken.namespace)  # fmt: skip
+    assert code == 1
+    all_ok_but(checks, ca_bundle="fail", webhook_answers="fail")
+    assert "does not verify the serving certificate" in checks["ca-bundle"]["detail"]
+    assert "the Secret's ca.crt signed it" in checks["ca-bundle"]["fix"]
+    assert "x509: certificate signed by unknown authority" in checks["webhook-answers"]["detail"]
+
+
+def test_a_certificate_for_another_name_fails_as_kube_apiserver_does(install: Install) -> None:
+    bundle = issue_bundle(("localhost",))
+    secret = with_secret(install, bundle)
+    with (
+        serving(install, bundle) as port,
+        scenario(
+            install, f"https://127.0.0.1:{port}/validate", bundle.ca_cert, live=False
+        ) as broken,
+    ):
+        wait_refused(install.plane, broken.namespace)
+        code, checks = doctor(install, webhook_configuration=broken.name, secret=secret,
+                              probe_namespace=broken.namespace)  # fmt: skip
+    assert code == 1
+    all_ok_but(checks, certificate_names="fail", webhook_answers="fail")
+    # The doctor predicts kube-apiserver's words (Go's VerifyHostname), and the dry-run shows them.
+    go_says = (
+        "x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs"
+    )
+    assert go_says in checks["certificate-names"]["detail"]
+    assert go_says in checks["webhook-answers"]["detail"]
+
+
+def test_a_certificate_expiring_within_30_days_warns_and_still_exits_0(install: Install) -> None:
+    bundle = issue_bundle(("127.0.0.1",), days=10)
+    secret = with_secret(install, bundle)
+    with (
+        serving(install, bundle) as port,
+        scenario(install, f"https://127.0.0.1:{port}/validate", bundle.ca_cert) as soon,
+    ):
+        code, checks = doctor(install, webhook_configuration=soon.name, secret=secret,
+                              probe_namespace=soon.namespace)  # fmt: skip
+    assert code == 0
+    all_ok_but(checks, certificate_expiry="warn")
+    assert "serving certificate expires on" in checks["certificate-expiry"]["detail"]
+    assert "in 9 days" in checks["certificate-expiry"]["detail"]
+
+
+def test_an_expired_certificate_fails_and_kube_apiserver_refuses_it(install: Install) -> None:
+    issued = dt.datetime.now(dt.UTC) - dt.timedelta(days=40)
+    bundle = issue_bundle(("127.0.0.1",), days=30, now=issued)
+    secret = with_secret(install, bundle)
+    with (
+        serving(install, bundle) as port,
+        scenario(
+            install, f"https://127.0.0.1:{port}/validate", bundle.ca_cert, live=False
+        ) as broken,
+    ):
+        wait_refused(install.plane, broken.namespace)
+        code, checks = doctor(install, webhook_configuration=broken.name, secret=secret,
+                              probe_namespace=broken.namespace)  # fmt: skip
+    assert code == 1
+    all_ok_but(checks, certificate_expiry="fail", webhook_answers="fail")
+    assert "serving certificate expired on" in checks["certificate-expiry"]["detail"]
+    assert "x509: certificate has expired" in checks["webhook-answers"]["detail"]
+
+
+def test_a_service_without_ready_endpoints_fails(install: Install) -> None:
+    _service(install.plane, install.namespace, "not-ready", install.server.port, ready=False)
+    _service(install.plane, install.namespace, "no-slice", install.server.port, ready=None)
+    code, checks = doctor(install, service="not-ready")
+    assert code == 1
+    all_ok_but(checks, service_endpoints="fail")
+    assert (
+        "has no ready endpoints (1 not ready: pods not Ready)"
+        in (checks["service-endpoints"]["detail"])
+    )
+    code, checks = doctor(install, service="no-slice")
+    assert "(0 not ready: no pods selected)" in checks["service-endpoints"]["detail"]
+    code, checks = doctor(install, service="absent")
+    assert code == 1
+    assert f"Service {install.namespace}/absent not found" in checks["service-endpoints"]["detail"]
+
+
+def test_a_webhook_server_that_is_down_fails_the_dry_run(install: Install) -> None:
+    dead = f"https://127.0.0.1:{free_port()}/validate"
+    with scenario(install, dead, install.server.ca_pem, live=False) as broken:
+        wait_refused(install.plane, broken.namespace)
+        code, checks = doctor(install, webhook_configuration=broken.name,
+                              probe_namespace=broken.namespace)  # fmt: skip
+    assert code == 1
+    all_ok_but(checks, webhook_answers="fail")
+    detail = checks["webhook-answers"]["detail"]
+    assert "failed calling webhook" in detail
+    assert "connection refused" in detail
+    (install.workdir / "transcript-down.txt").write_text(_text(install, broken))
+
+
+def _text(install: Install, broken: Scenario) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["doctor", *install.args(webhook_configuration=broken.name,
+                                      probe_namespace=broken.namespace)])  # fmt: skip
+    return out.getvalue()
+
+
+def test_a_missing_lease_fails(install: Install) -> None:
+    code, checks = doctor(install, lease="nobody-leads")
+    assert code == 1
+    all_ok_but(checks, status_writer_lease="fail")
+    assert "not found: no status writer has ever led" in checks["status-writer-lease"]["detail"]
+
+
+def test_a_lease_not_renewed_recently_fails(install: Install) -> None:
+    ten_minutes_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=10)
+    _lease(install.plane, install.namespace, "gone-quiet", "writer-0_abc", ten_minutes_ago)
+    code, checks = doctor(install, lease="gone-quiet")
+    assert code == 1
+    all_ok_but(checks, status_writer_lease="fail")
+    assert (
+        "held by writer-0_abc, last renewed 10 min ago (it lasts 15 s)"
+        in (checks["status-writer-lease"]["detail"])
+    )
+
+
+def test_the_running_writer_s_lease_is_held_and_fresh(install: Install) -> None:
+    _, checks = doctor(install)
+    detail = checks["status-writer-lease"]["detail"]
+    assert detail.startswith("held by ")
+    assert "(lasts 15 s)" in detail
+
+
+def test_stores_with_missing_or_stale_conditions_fail(install: Install) -> None:
+    plane = install.plane
+    namespace = new_namespace(plane, "stale")  # the writer watches only the install's
+    custom = k8s.CustomObjectsApi(api_client(plane))
+    for name in ("never-seen", "seen-before"):
+        custom.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, feedbackstore(name, VALID_SPEC)
+        )
+    condition = {"type": "Validated", "status": "True", "reason": "SpecCoherent",
+                 "message": "feedback store spec is coherent", "observedGeneration": 1,
+                 "lastTransitionTime": "2025-01-01T00:00:00Z"}  # fmt: skip
+    custom.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, PLURAL, "seen-before",
+        {"apiVersion": API_VERSION, "kind": "FeedbackStore", "metadata": {"name": "seen-before"},
+         "status": {"conditions": [condition]}},
+        field_manager="doctor-test", force=True, _content_type="application/apply-patch+yaml",
+    )  # fmt: skip
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, "seen-before",
+        {"spec": {"human": {"scores": [{"name": "stars"}]}}},
+        _content_type="application/merge-patch+json",
+    )  # fmt: skip
+    code, checks = doctor(install, store_namespace=namespace)
+    assert code == 1
+    all_ok_but(checks, store_conditions="fail")
+    assert checks["store-conditions"]["detail"] == (
+        f"2 FeedbackStores in {namespace}: 1 without Validated ({namespace}/never-seen); "
+        f"1 stale: observedGeneration < generation ({namespace}/seen-before)"
+    )
+
+
+def test_an_unreadable_object_is_reported_not_guessed(install: Install) -> None:
+    """A user who may read nothing: every check says what it could not read (exit 1, not 2)."""
+    nobody = install.plane.write_kubeconfig("doctor-nobody", install.plane.pki.client("nobody"))
+    code, checks = doctor(install, kubeconfig=str(nobody))
+    assert code == 1
+    assert checks["crd"]["status"] == "fail"
+    assert (
+        'User "nobody" cannot get resource "customresourcedefinitions"' in (checks["crd"]["detail"])
+    )
+    assert (
+        'cannot get resource "validatingwebhookconfigurations"'
+        in (checks["webhook-configuration"]["detail"])
+    )
+    assert 'cannot get resource "leases"' in checks["status-writer-lease"]["detail"]
+    assert 'cannot list resource "feedbackstores"' in checks["store-conditions"]["detail"]
+    assert 'cannot create resource "feedbackstores"' in checks["webhook-answers"]["detail"]
+
+
+def test_a_cluster_that_does_not_answer_exits_2(install: Install, capsys: Any) -> None:
+    config = install.plane.kubeconfig.read_text()
+    closed = config.replace(f"127.0.0.1:{install.plane.apiserver_port}", f"127.0.0.1:{free_port()}")
+    kubeconfig = install.workdir / "kubeconfig-closed.yaml"
+    kubeconfig.write_text(closed)
+    assert main(["doctor", *install.args(kubeconfig=str(kubeconfig))]) == 2
+    assert "doctor: cannot examine the cluster: no answer from the API server" in (
+        capsys.readouterr().err
+    )
+
+
+def test_a_missing_crd_fails_and_what_needs_it_is_skipped(install: Install) -> None:
+    """Last: the CRD (and every store with it) is deleted, then put back for later modules."""
+    plane = install.plane
+    try:
+        plane.kubectl("delete", "crd", CRD_NAME, "--wait=true", "--timeout=60s", check=True)
+        code, checks = doctor(install)
+        assert code == 1
+        assert checks["crd"]["status"] == "fail"
+        assert checks["crd"]["detail"] == f"CRD {CRD_NAME} is not installed"
+        assert checks["webhook-answers"]["status"] == "skip"
+        assert checks["store-conditions"]["status"] == "skip"
+    finally:
+        install_crd(plane, shipped_crd())

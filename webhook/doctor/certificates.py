@@ -1,0 +1,283 @@
+"""The serving certificate in the Secret: trusted by the caBundle, named for the host, in date.
+
+kube-apiserver is a Go client: it builds a chain from the leaf (plus any
+intermediates served with it) to a CA in `caBundle`, then matches the host it
+dialled against the subjectAltNames only (the CN has been ignored since Go
+1.15). The same three questions are asked here, apart, so each failure names
+its own fix; dates are left to the expiry check.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+
+from webhook.doctor.result import CheckResult, fail, ok, skip, warn
+from webhook.doctor.snapshot import Fetched, Unreadable
+
+CA_BUNDLE: Final = "ca-bundle"
+NAMES: Final = "certificate-names"
+EXPIRY: Final = "certificate-expiry"
+WARN_DAYS: Final = 30
+MAX_CHAIN: Final = 8
+_RENEW: Final = (
+    "feedbackstore-webhook certs --out-dir certs && kubectl apply -k certs/  "
+    "(with cert-manager: kubectl -n <NS> describe certificate)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The Secret's `tls.crt` (leaf first, then intermediates) and `ca.crt` when present."""
+
+    chain: list[x509.Certificate]
+    ca: list[x509.Certificate]
+
+
+def decode_pem_list(data: bytes) -> list[x509.Certificate]:
+    try:
+        return list(x509.load_pem_x509_certificates(data))
+    except ValueError:
+        return []
+
+
+def secret_certificates(secret: dict[str, Any]) -> Served:
+    data = secret.get("data")
+    data = data if isinstance(data, dict) else {}
+    return Served(_field(data, "tls.crt"), _field(data, "ca.crt"))
+
+
+def ca_bundle(entry: dict[str, Any]) -> list[x509.Certificate] | None:
+    """The CAs an entry trusts; None when it has no caBundle (system roots are used)."""
+    config = entry.get("clientConfig")
+    text = config.get("caBundle") if isinstance(config, dict) else None
+    if not text:
+        return None
+    try:
+        return decode_pem_list(base64.b64decode(text, validate=True))
+    except (binascii.Error, ValueError):
+        return []
+
+
+def check_serving(
+    secret: Fetched, secret_ref: str, bundle: list[x509.Certificate] | None, host: str,
+    now: dt.datetime,
+) -> list[CheckResult]:  # fmt: skip
+    """ca-bundle, certificate-names, certificate-expiry for one webhook entry."""
+    if isinstance(secret, Unreadable):
+        return _without_certificate(
+            f"cannot read Secret {secret_ref}: {secret.reason}",
+            "run the doctor with credentials that may get Secrets in that namespace",
+        )
+    if secret is None:
+        return _without_certificate(f"Secret {secret_ref} not found", _RENEW)
+    served = secret_certificates(secret)
+    if not served.chain:
+        return _without_certificate(
+            f"Secret {secret_ref} has no PEM certificate under tls.crt", _RENEW
+        )
+    return [
+        check_trust(served, bundle),
+        check_names(served.chain[0], host),
+        check_expiry(served.chain, bundle or [], now),
+    ]
+
+
+def check_trust(served: Served, bundle: list[x509.Certificate] | None) -> CheckResult:
+    leaf = served.chain[0]
+    if bundle is None:
+        return warn(
+            CA_BUNDLE,
+            "no caBundle: kube-apiserver trusts its own system roots, which the doctor cannot see",
+            "set clientConfig.caBundle to the base64 of the CA that signed tls.crt",
+        )
+    if not bundle:
+        return fail(CA_BUNDLE, "caBundle holds no PEM certificate", _ca_fix(served))
+    path = chain_to(leaf, served.chain[1:], bundle)
+    if path is not None:
+        root = path[-1]
+        return ok(CA_BUNDLE, f"caBundle CA {_name(root)} verifies {_name(leaf)}")
+    issuers = ", ".join(_name(ca) for ca in bundle)
+    return fail(
+        CA_BUNDLE,
+        f"caBundle ({issuers}) does not verify the serving certificate, issued by "
+        f"{leaf.issuer.rfc4514_string() or '(no issuer name)'}: kube-apiserver answers "
+        "'x509: certificate signed by unknown authority'",
+        _ca_fix(served),
+    )
+
+
+def check_names(leaf: x509.Certificate, host: str) -> CheckResult:
+    if not host:
+        return fail(NAMES, "the registration has no clientConfig to match", "set clientConfig")
+    mismatch = hostname_error(leaf, host)
+    if mismatch is None:
+        return ok(NAMES, f"valid for {host} ({', '.join(san_names(leaf))})")
+    return fail(
+        NAMES,
+        f"not valid for {host}; kube-apiserver answers '{mismatch}'",
+        "issue it for the host the registration calls: feedbackstore-webhook certs "
+        "--namespace NS --service NAME (--host for a url:) --force && kubectl apply -k certs/",
+    )
+
+
+def hostname_error(cert: x509.Certificate, host: str) -> str | None:
+    """None when Go's `VerifyHostname` accepts `host`, else its error text, word for word.
+
+    An IP host matches IP SANs only and a DNS host DNS SANs only; the CN never counts.
+    """
+    dns, ips = _sans(cert)
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None and address in ips:
+        return None
+    if address is None and any(host_matches(name, host) for name in dns):
+        return None
+    if not dns and not ips and host_matches(_common_name(cert), host):
+        return "x509: certificate relies on legacy Common Name field, use SANs instead"
+    if address is not None:
+        if not ips:
+            return (
+                f"x509: cannot validate certificate for {host} "
+                "because it doesn't contain any IP SANs"
+            )
+        valid = ", ".join(str(ip) for ip in ips)
+    else:
+        valid = ", ".join(dns)
+    if not valid:
+        return f"x509: certificate is not valid for any names, but wanted to match {host}"
+    return f"x509: certificate is valid for {valid}, not {host}"
+
+
+def check_expiry(
+    chain: Sequence[x509.Certificate], bundle: Sequence[x509.Certificate], now: dt.datetime
+) -> CheckResult:
+    """The earliest end of validity along leaf -> CA, and any certificate not yet valid."""
+    path = chain_to(chain[0], chain[1:], bundle) or list(chain[:1])
+    early = [cert for cert in path if cert.not_valid_before_utc > now]
+    if early:
+        cert = early[0]
+        return fail(
+            EXPIRY,
+            f"{_name(cert)} is not valid before {_day(cert.not_valid_before_utc)} (clock skew?)",
+            "check the clocks of the issuer and the cluster, then reissue",
+        )
+    first = min(path, key=lambda cert: cert.not_valid_after_utc)
+    end = first.not_valid_after_utc
+    days = (end - now).days
+    which = "serving certificate" if first is path[0] else f"CA {_name(first)}"
+    if end <= now:
+        return fail(
+            EXPIRY,
+            f"{which} expired on {_day(end)}: kube-apiserver answers "
+            "'x509: certificate has expired or is not yet valid'",
+            _RENEW,
+        )
+    if days < WARN_DAYS:
+        return warn(EXPIRY, f"{which} expires on {_day(end)}, in {days} days", _RENEW)
+    return ok(EXPIRY, f"{which} expires on {_day(end)}, in {days} days")
+
+
+def chain_to(
+    leaf: x509.Certificate,
+    intermediates: Sequence[x509.Certificate],
+    roots: Sequence[x509.Certificate],
+) -> list[x509.Certificate] | None:
+    """leaf .. root when signatures link `leaf` to one of `roots`, else None (dates ignored)."""
+    path = [leaf]
+    current = leaf
+    for _ in range(MAX_CHAIN):
+        root = next((ca for ca in roots if _issued(current, ca)), None)
+        if root is not None:
+            return path if root == current else [*path, root]
+        parent = next((c for c in intermediates if c not in path and _issued(current, c)), None)
+        if parent is None:
+            return None
+        path.append(parent)
+        current = parent
+    return None
+
+
+def san_names(cert: x509.Certificate) -> list[str]:
+    dns, ips = _sans(cert)
+    return [*dns, *(str(ip) for ip in ips)]
+
+
+def _sans(
+    cert: x509.Certificate,
+) -> tuple[list[str], list[ipaddress.IPv4Address | ipaddress.IPv6Address]]:
+    try:
+        extension = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return [], []
+    dns: list[str] = list(extension.value.get_values_for_type(x509.DNSName))
+    ips = [
+        ip
+        for ip in extension.value.get_values_for_type(x509.IPAddress)
+        if isinstance(ip, ipaddress.IPv4Address | ipaddress.IPv6Address)
+    ]
+    return dns, ips
+
+
+def host_matches(name: str, host: str) -> bool:
+    """A DNS name against a DNS host, as Go matches them: `*.` is exactly one leftmost label."""
+    name, host = name.lower().rstrip("."), host.lower().rstrip(".")
+    if name.startswith("*."):
+        head, _, rest = host.partition(".")
+        return bool(head) and rest == name[2:]
+    return name == host
+
+
+def _issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
+
+
+def _field(data: dict[str, Any], key: str) -> list[x509.Certificate]:
+    value = data.get(key)
+    if not isinstance(value, str):
+        return []
+    try:
+        return decode_pem_list(base64.b64decode(value, validate=True))
+    except (binascii.Error, ValueError):
+        return []
+
+
+def _without_certificate(why: str, fix: str) -> list[CheckResult]:
+    return [fail(CA_BUNDLE, why, fix), skip(NAMES, why), skip(EXPIRY, why)]
+
+
+def _ca_fix(served: Served) -> str:
+    if served.ca and chain_to(served.chain[0], served.chain[1:], served.ca):
+        return (
+            "the Secret's ca.crt signed it: put that in caBundle (`kubectl apply -k certs/` does, "
+            "or cert-manager's inject-ca-from annotation)"
+        )
+    return "reissue both from one run: " + _RENEW
+
+
+def _common_name(cert: x509.Certificate) -> str:
+    names = cert.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)
+    value = names[0].value if names else ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _name(cert: x509.Certificate) -> str:
+    return f'"{_common_name(cert) or cert.subject.rfc4514_string()}"'
+
+
+def _day(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")

@@ -1,0 +1,225 @@
+"""The doctor's only contact with the API server: fetch a `Snapshot`, through the official client.
+
+Every read asks for the raw JSON (`_preload_content=False`), so the checks see
+objects exactly as the server sends them. A 404 is an answer (the object is
+not there); 403 and 5xx become `Unreadable` for the check to report; no
+answer at all, or 401, means the cluster cannot be examined: `UnreachableError`.
+"""
+
+from __future__ import annotations
+
+import http
+import os
+import re
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+
+from webhook.doctor.checks import service_ref
+from webhook.doctor.probe import probe_store
+from webhook.doctor.snapshot import (
+    CRD_NAME,
+    KUBE_SYSTEM,
+    SERVICE_NAME_LABEL,
+    Fetched,
+    ProbeOutcome,
+    Snapshot,
+    Target,
+    Unreadable,
+)
+from webhook.rules import limits
+
+# (connect, read) seconds: the dry-run may wait out the webhook's own timeout (<= 30 s).
+REQUEST_TIMEOUT: Final = (5.0, 35.0)
+PAGE_SIZE: Final = 500
+TRANSPORT_ERRORS: Final = (urllib3.exceptions.HTTPError, OSError)
+# RFC 7234 warn-code, warn-agent, quoted warn-text (kube-apiserver sends `299 - "..."`).
+_WARNING: Final = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+class UnreachableError(Exception):
+    """The API server did not answer, or refused who we are (401)."""
+
+
+def connect(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
+    """A client from `kubeconfig` (or $KUBECONFIG, ~/.kube/config), else the in-cluster account."""
+    default = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
+    if kubeconfig or context or Path(default.split(os.pathsep)[0]).is_file():
+        loaded: k8s.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig, context=context
+        )
+        return loaded
+    configuration = k8s.Configuration()
+    k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    return k8s.ApiClient(configuration)
+
+
+def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:
+    core = k8s.CoreV1Api(api_client)
+    custom = k8s.CustomObjectsApi(api_client)
+    extensions = k8s.ApiextensionsV1Api(api_client)
+    admission = k8s.AdmissionregistrationV1Api(api_client)
+    crd = _get(lambda: extensions.read_custom_resource_definition(CRD_NAME, **_RAW))
+    configuration = _get(
+        lambda: admission.read_validating_webhook_configuration(
+            target.webhook_configuration, **_RAW
+        )
+    )
+    service_namespace, service_name, _ = service_ref(configuration, target)
+    names = dict.fromkeys((KUBE_SYSTEM, target.namespace, target.probe_namespace))
+    have_api = crd is not None
+    return Snapshot(
+        crd=crd,
+        configuration=configuration,
+        secret=_get(lambda: core.read_namespaced_secret(target.secret, target.namespace, **_RAW)),
+        service=_get(lambda: core.read_namespaced_service(service_name, service_namespace, **_RAW)),
+        endpoint_slices=_endpoint_slices(api_client, service_namespace, service_name),
+        lease=_lease(api_client, target),
+        stores=_stores(custom, target.store_namespace) if have_api else None,
+        probe=probe(custom, target.probe_namespace) if have_api else None,
+        namespaces={name: _namespace(core, name) for name in names},
+    )
+
+
+def _namespace(core: k8s.CoreV1Api, name: str) -> Fetched:
+    return _get(lambda: core.read_namespace(name, **_RAW))
+
+
+def _endpoint_slices(
+    api_client: k8s.ApiClient, namespace: str, service: str
+) -> list[dict[str, Any]] | Unreadable | None:
+    discovery = k8s.DiscoveryV1Api(api_client)
+    selector = f"{SERVICE_NAME_LABEL}={service}"
+    page = _get(
+        lambda: discovery.list_namespaced_endpoint_slice(namespace, label_selector=selector, **_RAW)
+    )
+    if not isinstance(page, dict):
+        return page
+    return [item for item in page.get("items") or () if isinstance(item, dict)]
+
+
+def _lease(api_client: k8s.ApiClient, target: Target) -> Fetched:
+    coordination = k8s.CoordinationV1Api(api_client)
+    return _get(lambda: coordination.read_namespaced_lease(target.lease, target.namespace, **_RAW))
+
+
+def probe(custom: k8s.CustomObjectsApi, namespace: str) -> ProbeOutcome:
+    """Server-side dry-run create of the probe store: what came back, warnings included."""
+    try:
+        response = custom.create_namespaced_custom_object(
+            limits.GROUP,
+            limits.VERSION,
+            namespace,
+            limits.PLURAL,
+            probe_store(namespace),
+            dry_run="All",
+            **_RAW,
+        )
+    except ApiException as error:
+        return ProbeOutcome(error.status, _warnings(error.headers), _message(error))
+    except TRANSPORT_ERRORS as error:
+        return ProbeOutcome(None, (), f"{type(error).__name__}: {error}")
+    raw = _raw(response)
+    try:
+        return ProbeOutcome(raw.status, _warnings(raw.headers))
+    finally:
+        raw.release_conn()
+
+
+_RAW: Final[dict[str, Any]] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
+
+
+def _raw(response: object) -> urllib3.BaseHTTPResponse:
+    if isinstance(response, urllib3.BaseHTTPResponse):
+        return response
+    inner = getattr(response, "response", None)  # the client's RESTResponse wrapper
+    if isinstance(inner, urllib3.BaseHTTPResponse):
+        return inner
+    raise TypeError(f"unexpected response type {type(response).__name__}")
+
+
+def _get(call: Callable[[], object]) -> Fetched:
+    try:
+        raw = _raw(call())
+    except ApiException as error:
+        if error.status == http.HTTPStatus.NOT_FOUND:
+            return None
+        if error.status == http.HTTPStatus.UNAUTHORIZED:
+            raise UnreachableError(
+                f"the API server refused the credentials: {_message(error)}"
+            ) from error
+        return Unreadable(_message(error))
+    except TRANSPORT_ERRORS as error:
+        raise UnreachableError(f"no answer from the API server: {error}") from error
+    try:
+        found: dict[str, Any] = orjson.loads(raw.data)
+    finally:
+        raw.release_conn()
+    return found
+
+
+def _stores(
+    custom: k8s.CustomObjectsApi, namespace: str | None
+) -> list[dict[str, Any]] | Unreadable | None:
+    """Every FeedbackStore in `namespace` (None: all), a page at a time."""
+    found: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        page = _items_and_token(partial(_store_page, custom, namespace, token))
+        if not isinstance(page, tuple):
+            return page
+        items, token = page
+        found.extend(items)
+        if not token:
+            return found
+
+
+def _store_page(custom: k8s.CustomObjectsApi, namespace: str | None, token: str | None) -> object:
+    options: dict[str, Any] = {"limit": PAGE_SIZE, **_RAW}
+    if token:
+        options["_continue"] = token
+    if namespace:
+        return custom.list_namespaced_custom_object(
+            limits.GROUP, limits.VERSION, namespace, limits.PLURAL, **options
+        )
+    return custom.list_cluster_custom_object(limits.GROUP, limits.VERSION, limits.PLURAL, **options)
+
+
+def _items_and_token(
+    call: Callable[[], object],
+) -> tuple[list[dict[str, Any]], str | None] | Unreadable | None:
+    page = _get(call)
+    if not isinstance(page, dict):
+        return page
+    metadata = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
+    items = [item for item in page.get("items") or () if isinstance(item, dict)]
+    return items, (metadata or {}).get("continue") or None
+
+
+def _warnings(headers: Any) -> tuple[str, ...]:
+    if headers is None:
+        return ()
+    values = headers.getlist("Warning") if hasattr(headers, "getlist") else [headers.get("Warning")]
+    texts = []
+    for value in values:
+        for quoted in _WARNING.findall(value or ""):
+            texts.append(re.sub(r"\\(.)", r"\1", quoted))
+    return tuple(texts)
+
+
+def _message(error: ApiException) -> str:
+    """The Status message of a refusal, or the HTTP reason when the body is not a Status."""
+    try:
+        body = orjson.loads(error.body or b"")
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    return f"HTTP {error.status} {error.reason}"

@@ -1,0 +1,80 @@
+"""Is the FeedbackStore CRD installed, Established, and serving the version we speak?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.doctor.result import CheckResult, fail, ok
+from webhook.doctor.snapshot import CRD_NAME, Fetched, Unreadable
+from webhook.rules import limits
+
+NAME = "crd"
+_INSTALL = "kubectl apply --server-side -k manifests/crd"
+
+
+def check_crd(crd: Fetched) -> CheckResult:
+    if isinstance(crd, Unreadable):
+        return fail(NAME, f"cannot read CRD {CRD_NAME}: {crd.reason}", _RBAC_FIX)
+    if crd is None:
+        return fail(NAME, f"CRD {CRD_NAME} is not installed", _INSTALL)
+    conditions = _conditions(crd)
+    established = conditions.get("Established", {})
+    if established.get("status") != "True":
+        why = established.get("message") or conditions.get("NamesAccepted", {}).get("message")
+        return fail(
+            NAME,
+            f"CRD {CRD_NAME} is not Established" + (f": {why}" if why else ""),
+            f"kubectl describe crd {CRD_NAME}  (a name conflict or a bad schema shows there)",
+        )
+    versions = _versions(crd)
+    served = versions.get(limits.VERSION)
+    if served is None or not served.get("served"):
+        listed = ", ".join(sorted(versions)) or "none"
+        return fail(
+            NAME,
+            f"CRD {CRD_NAME} does not serve {limits.VERSION} (versions: {listed})",
+            _INSTALL,
+        )
+    return ok(NAME, f"{CRD_NAME} Established; {_describe(versions)}{_cel_note(served)}")
+
+
+_RBAC_FIX = "run the doctor as a cluster admin (it needs get on customresourcedefinitions)"
+
+
+def _conditions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    status = crd.get("status") if isinstance(crd.get("status"), dict) else {}
+    found = status.get("conditions") if isinstance(status, dict) else None
+    return {
+        c["type"]: c for c in found or () if isinstance(c, dict) and isinstance(c.get("type"), str)
+    }
+
+
+def _versions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
+    listed = spec.get("versions") if isinstance(spec, dict) else None
+    return {
+        v["name"]: v for v in listed or () if isinstance(v, dict) and isinstance(v.get("name"), str)
+    }
+
+
+def _describe(versions: dict[str, dict[str, Any]]) -> str:
+    parts = []
+    for name, version in sorted(versions.items()):
+        flags = [flag for flag in ("served", "storage") if version.get(flag)]
+        parts.append(f"{name} ({', '.join(flags) or 'not served'})")
+    return "versions " + ", ".join(parts)
+
+
+def _cel_note(version: dict[str, Any]) -> str:
+    """Whether the cross-field rules live in the CRD too, or only in the webhook."""
+    if _has_key(version.get("schema"), "x-kubernetes-validations"):
+        return "; cross-field rules in CEL"
+    return "; no CEL rules: the webhook alone enforces the cross-field rules"
+
+
+def _has_key(node: object, key: str) -> bool:
+    if isinstance(node, dict):
+        return key in node or any(_has_key(value, key) for value in node.values())
+    if isinstance(node, list):
+        return any(_has_key(item, key) for item in node)
+    return False

@@ -1,0 +1,251 @@
+"""The ValidatingWebhookConfiguration: present, and set up the way SPEC §6 ships it.
+
+Only the entries that validate CREATE or UPDATE of FeedbackStores are held to
+`failurePolicy: Fail` and the rest; a DELETE-only entry (in-use warnings) may
+rightly fail open. Each check looks at every such entry and reports the worst.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from webhook.doctor.result import CheckResult, Level, combine, fail, ok, skip
+from webhook.doctor.selectors import selects
+from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
+from webhook.rules import limits
+
+REGISTRATION: Final = "webhook-configuration"
+FAILURE_POLICY: Final = "failurePolicy"
+SIDE_EFFECTS: Final = "sideEffects"
+TIMEOUT: Final = "timeoutSeconds"
+REVIEW_VERSIONS: Final = "admissionReviewVersions"
+NAMESPACE_SELECTOR: Final = "namespaceSelector"
+FIELD_CHECKS: Final = (FAILURE_POLICY, SIDE_EFFECTS, TIMEOUT, REVIEW_VERSIONS, NAMESPACE_SELECTOR)
+
+# kube-apiserver's own default is 10 s; past it every FeedbackStore write hangs that long
+# while the webhook is down; under 2 s a TLS handshake to a busy pod may not make it.
+MAX_TIMEOUT: Final = 10
+MIN_TIMEOUT: Final = 2
+DEFAULT_TIMEOUT: Final = 10
+_WRITES: Final = frozenset({"CREATE", "UPDATE", "*"})
+_RBAC_FIX: Final = (
+    "run the doctor as a cluster admin (it needs get on validatingwebhookconfigurations)"
+)
+
+# (level, detail, fix); a fix may hold <NAME> and <INDEX>, filled in per entry.
+Verdict = tuple[Level, str, str]
+Entry = tuple[int, dict[str, Any]]
+
+
+def admission_entries(configuration: dict[str, Any]) -> list[Entry]:
+    """(index, webhook) for each webhook that validates CREATE or UPDATE of FeedbackStores."""
+    webhooks = configuration.get("webhooks")
+    return [
+        (index, entry)
+        for index, entry in enumerate(webhooks if isinstance(webhooks, list) else ())
+        if isinstance(entry, dict) and any(_writes_feedbackstores(r) for r in _rules(entry))
+    ]
+
+
+def check_registration(
+    configuration: Fetched, target: Target, namespaces: Mapping[str, Fetched]
+) -> list[CheckResult]:
+    """One result for the registration itself, then one per field SPEC §6 prescribes."""
+    name = target.webhook_configuration
+    if isinstance(configuration, Unreadable):
+        head = fail(REGISTRATION, f"cannot read {name}: {configuration.reason}", _RBAC_FIX)
+        return [head, *(skip(check, "webhook configuration unreadable") for check in FIELD_CHECKS)]
+    if configuration is None:
+        head = fail(
+            REGISTRATION,
+            f"ValidatingWebhookConfiguration {name} not found",
+            "reapply your install (kubectl apply -k certs/, or manifests/cert-manager/); "
+            "kubectl get validatingwebhookconfigurations lists what is there",
+        )
+        return [head, *(skip(check, "no webhook configuration") for check in FIELD_CHECKS)]
+    entries = admission_entries(configuration)
+    if not entries:
+        head = fail(
+            REGISTRATION,
+            f"{name} has no webhook for CREATE/UPDATE of {limits.PLURAL}.{limits.GROUP}",
+            "reapply manifests/webhook/validatingwebhookconfiguration.yaml",
+        )
+        return [head, *(skip(check, "no webhook entry to check") for check in FIELD_CHECKS)]
+    return [
+        _registration_result(name, entries),
+        _combined(FAILURE_POLICY, name, entries, _failure_policy),
+        _combined(SIDE_EFFECTS, name, entries, _side_effects),
+        _combined(TIMEOUT, name, entries, _timeout),
+        _combined(REVIEW_VERSIONS, name, entries, _review_versions),
+        _combined(NAMESPACE_SELECTOR, name, entries, _selector_verdict(target, namespaces)),
+    ]
+
+
+def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
+    """(host name the certificate must carry, how kube-apiserver reaches the webhook).
+
+    kube-apiserver dials a `service:` as `NAME.NAMESPACE.svc` and checks the
+    certificate against that name; a `url:` by its host.
+    """
+    config = entry.get("clientConfig")
+    config = config if isinstance(config, dict) else {}
+    service = config.get("service")
+    if isinstance(service, dict):
+        host = f"{service.get('name')}.{service.get('namespace')}.svc"
+        port = service.get("port") or 443
+        return host, f"Service {service.get('namespace')}/{service.get('name')}:{port}"
+    url = config.get("url")
+    if isinstance(url, str):
+        return urllib.parse.urlsplit(url).hostname or "", url
+    return "", "no clientConfig"
+
+
+def _rules(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    rules = entry.get("rules")
+    return [rule for rule in rules if isinstance(rule, dict)] if isinstance(rules, list) else []
+
+
+def _covers(values: object, wanted: str) -> bool:
+    return isinstance(values, list) and (wanted in values or "*" in values)
+
+
+def _writes_feedbackstores(rule: dict[str, Any]) -> bool:
+    resources = rule.get("resources")
+    operations = rule.get("operations")
+    return (
+        _covers(rule.get("apiGroups"), limits.GROUP)
+        and _covers(rule.get("apiVersions"), limits.VERSION)
+        and isinstance(resources, list)
+        and any(r in (limits.PLURAL, "*", "*/*") for r in resources)
+        and isinstance(operations, list)
+        and bool(_WRITES.intersection(operations))
+    )
+
+
+def _matches_status(entry: dict[str, Any]) -> bool:
+    status = (f"{limits.PLURAL}/status", f"{limits.PLURAL}/*", "*/*", "*/status")
+    return any(r in status for rule in _rules(entry) for r in rule.get("resources") or ())
+
+
+def _registration_result(name: str, entries: list[Entry]) -> CheckResult:
+    blocking = [str(entry.get("name")) for _, entry in entries if _matches_status(entry)]
+    if blocking:
+        return fail(
+            REGISTRATION,
+            f"{name}: {', '.join(blocking)} also matches {limits.PLURAL}/status, "
+            "so a webhook outage blocks the status writer",
+            f"list only `{limits.PLURAL}` in its rules' resources",
+        )
+    described = "; ".join(f"{e.get('name')} -> {client_endpoint(e)[1]}" for _, e in entries)
+    return ok(REGISTRATION, f"{name}: {described}")
+
+
+def _combined(
+    check: str,
+    configuration: str,
+    entries: list[Entry],
+    verdict: Callable[[dict[str, Any]], Verdict],
+) -> CheckResult:
+    labelled = []
+    for index, entry in entries:
+        level, detail, fix = verdict(entry)
+        fix = fix.replace("<NAME>", configuration).replace("<INDEX>", str(index))
+        labelled.append((str(entry.get("name")), CheckResult(check, level, detail, fix)))
+    return combine(check, labelled)
+
+
+def _patch(field: str, value: str) -> str:
+    return (
+        "kubectl patch validatingwebhookconfiguration <NAME> --type=json -p "
+        f"""'[{{"op":"replace","path":"/webhooks/<INDEX>/{field}","value":{value}}}]'"""
+    )
+
+
+def _failure_policy(entry: dict[str, Any]) -> Verdict:
+    policy = entry.get("failurePolicy") or "Fail"
+    if policy == "Fail":
+        return Level.OK, "Fail", ""
+    return (
+        Level.FAIL,
+        f"{policy}: while the webhook is down, FeedbackStores are admitted without it, silently",
+        _patch("failurePolicy", '"Fail"'),
+    )
+
+
+def _side_effects(entry: dict[str, Any]) -> Verdict:
+    effects = entry.get("sideEffects")
+    if effects in ("None", "NoneOnDryRun"):
+        return Level.OK, str(effects), ""
+    return (
+        Level.FAIL,
+        f"{effects}: kube-apiserver refuses dry-run requests (kubectl --dry-run=server, "
+        "kubectl diff) for the objects this webhook matches",
+        _patch("sideEffects", '"None"'),
+    )
+
+
+def _timeout(entry: dict[str, Any]) -> Verdict:
+    seconds = entry.get("timeoutSeconds")
+    value = seconds if type(seconds) is int else DEFAULT_TIMEOUT
+    if MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        return Level.OK, f"{value} s", ""
+    if value > MAX_TIMEOUT:
+        why = f"{value} s: while the webhook hangs, every FeedbackStore write waits that long"
+    else:
+        why = f"{value} s: a TLS handshake to a busy pod may not fit; writes then fail"
+    return Level.WARN, why, _patch("timeoutSeconds", "5")
+
+
+def _review_versions(entry: dict[str, Any]) -> Verdict:
+    listed = entry.get("admissionReviewVersions")
+    versions = [str(v) for v in listed] if isinstance(listed, list) else []
+    shown = ", ".join(versions) or "none"
+    if "v1" in versions:
+        return Level.OK, shown, ""
+    fix = _patch("admissionReviewVersions", '["v1"]')
+    if "v1beta1" in versions:
+        return Level.WARN, f"{shown}: v1beta1 only (deprecated); the webhook speaks v1", fix
+    return Level.FAIL, f"{shown}: the webhook speaks v1 and v1beta1 only", fix
+
+
+def _selector_verdict(
+    target: Target, namespaces: Mapping[str, Fetched]
+) -> Callable[[dict[str, Any]], Verdict]:
+    protected = (KUBE_SYSTEM, target.namespace)
+
+    def verdict(entry: dict[str, Any]) -> Verdict:
+        selector = entry.get("namespaceSelector")
+        matched = [ns for ns in protected if selects(selector, _labels(ns, namespaces.get(ns)))]
+        if not matched:
+            return Level.OK, f"leaves out {' and '.join(protected)}", ""
+        return (
+            Level.FAIL,
+            f"matches {' and '.join(matched)}: a broken webhook could block the repairs there",
+            "add to the namespaceSelector's matchExpressions: {key: kubernetes.io/metadata.name,"
+            f" operator: NotIn, values: [{', '.join(protected)}]}}",
+        )
+
+    return verdict
+
+
+def _labels(name: str, namespace: Fetched) -> dict[str, str]:
+    """A namespace's labels; kube-apiserver always sets the name label, so start from it."""
+    labels: dict[str, str] = {NAMESPACE_NAME_LABEL: name}
+    metadata = namespace.get("metadata") if isinstance(namespace, dict) else None
+    found = metadata.get("labels") if isinstance(metadata, dict) else None
+    if isinstance(found, dict):
+        labels.update({str(k): str(v) for k, v in found.items()})
+    return labels
+
+
+def selects_namespace(configuration: Fetched, name: str, namespace: Fetched) -> bool | None:
+    """Whether any admission entry's namespaceSelector matches namespace `name` (None: unknown)."""
+    if not isinstance(configuration, dict):
+        return None
+    labels = _labels(name, namespace)
+    return any(
+        selects(entry.get("namespaceSelector"), labels)
+        for _, entry in admission_entries(configuration)
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import time
 from collections.abc import Iterator
 
@@ -215,6 +216,19 @@ def test_every_way_of_creating_prints_the_webhooks_denial(
     assert user.run(command).printed == failed(ACROSS_DENIED)
     assert reviews_answered(server) == before + 1
     assert user.run("kubectl get fs -o name").stdout == "", "nothing was stored"
+
+
+@pytest.mark.usefixtures("webhook")
+def test_a_generate_name_create_reaches_the_webhook_with_the_generated_name(user: User) -> None:
+    """kube-apiserver generates the name before validating admission, so users see that name."""
+    document = user.document(ACROSS)
+    del document["metadata"]["name"]
+    document["metadata"]["generateName"] = "across-"
+    step = user.run("kubectl create -f -", document)
+    generated = re.fullmatch(r'The FeedbackStore "(across-[a-z0-9]{5})" is invalid: (.*)\n',
+                             step.stderr)  # fmt: skip
+    assert generated, step.stderr
+    assert generated.group(2) + "\n" == ACROSS_DENIED.split(" is invalid: ", 1)[1]
 
 
 @pytest.mark.usefixtures("webhook")

@@ -117,13 +117,19 @@ def create_all(plane: ControlPlane, bodies: list[dict[str, Any]], threads: int =
             pass
 
 
-def list_all(plane: ControlPlane) -> tuple[list[dict[str, Any]], int]:
-    """Every FeedbackStore in the cluster, and the size of the list's body in bytes."""
+def list_body(plane: ControlPlane) -> bytes:
+    """The raw body of a list of every FeedbackStore in the cluster."""
     api = k8s.CustomObjectsApi(admin(plane))
     response = api.list_cluster_custom_object(GROUP, VERSION, PLURAL, _preload_content=False)
-    body = response.data
+    body: bytes = response.data
     response.drain_conn()
     response.release_conn()
+    return body
+
+
+def list_all(plane: ControlPlane) -> tuple[list[dict[str, Any]], int]:
+    """Every FeedbackStore in the cluster, and the size of the list's body in bytes."""
+    body = list_body(plane)
     items: list[dict[str, Any]] = json.loads(body)["items"]
     return items, len(body)
 

@@ -28,6 +28,7 @@ created):
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import pathlib
@@ -36,11 +37,13 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import orjson
 from kubernetes import client as k8s
 from plane import (
     CONSOLE_SCRIPT,
@@ -52,6 +55,7 @@ from plane import (
     create_all,
     create_namespaces,
     list_all,
+    list_body,
     load_average,
     proc_status,
     timestamp,
@@ -212,6 +216,22 @@ def cold_start(plane: ControlPlane, workdir: pathlib.Path, tail: AuditTail, coun
     }, process
 
 
+def cache_footprint(body: bytes) -> dict[str, float]:
+    """Python heap held by a list's items as the writer decodes them (orjson), in MiB, with
+    and without `metadata.managedFields` (which the writer never reads)."""
+    gc.collect()
+    tracemalloc.start()
+    items = orjson.loads(body)["items"]
+    whole = tracemalloc.get_traced_memory()[0]
+    for item in items:
+        item["metadata"].pop("managedFields", None)
+    gc.collect()
+    stripped = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del items
+    return {"items_mib": whole / 2**20, "without_managed_fields_mib": stripped / 2**20}
+
+
 def lease_holder(plane: ControlPlane) -> str:
     api = k8s.CustomObjectsApi(admin(plane))
     try:
@@ -321,6 +341,7 @@ def run_size(
             cold["requests_with_shutdown"] = count_kinds(cold.pop("seen").events)
             cold["exit"] = cold_exit
             warm = warm_start(plane, workdir, tail, workers)
+            footprint = cache_footprint(list_body(plane))
             clear_conditions(plane, 8)
             base = baseline(plane, workers)
             load_after = load_average()
@@ -336,6 +357,7 @@ def run_size(
         "seed_seconds": seeded,
         "cold": cold,
         "warm": warm,
+        "footprint": footprint,
         "baseline": base,
         "load_before": load_before,
         "load_after": load_after,
@@ -344,6 +366,7 @@ def run_size(
 
 def report(result: dict[str, Any]) -> None:
     cold, warm, base = result["cold"], result["warm"], result["baseline"]
+    foot = result["footprint"]
     after_list, writing = cold["from_first_list_seconds"], cold["writing_seconds"]
     writer_requests = sum(
         n for kind, n in cold["requests"].items() if kind.split()[1] in WRITING_KINDS
@@ -376,6 +399,8 @@ def report(result: dict[str, Any]) -> None:
         ("  launch → holding the Lease", f"{warm['seconds_to_leader']:.2f} s"),
         ("  observed for", f"{warm['observed_seconds']:.1f} s"),
         ("warm writer peak RSS", f"{warm['peak_rss_mib']:.1f} MiB"),
+        ("decoded list items, all conditions set", f"{foot['items_mib']:.1f} MiB"),
+        ("  the same without managedFields", f"{foot['without_managed_fields_mib']:.1f} MiB"),
         ("exit codes (cold, warm)", f"{cold['exit']}, {warm['exit']}"),
         ("load average before / after", f"{result['load_before']} / {result['load_after']}"),
     ]

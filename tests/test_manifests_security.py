@@ -344,7 +344,6 @@ def test_the_writer_cluster_role_is_least_privilege(docs: list[dict[str, Any]]) 
         ("agents.ctxmesh.ai", "feedbackstores", "watch"),
         ("agents.ctxmesh.ai", "feedbackstores/status", "patch"),
         ("", "events", "create"),
-        ("", "events", "patch"),
     }
 
 

@@ -1,0 +1,332 @@
+"""The webhook's TLS as kube-apiserver checks it: certificates from the real `certs` command.
+
+kube-apiserver calls the webhook here by `url:` (https://127.0.0.1:PORT), so the
+serving certificate needs `--host 127.0.0.1`. Without it, or with a caBundle
+from another CA, the real server refuses the call and, under `failurePolicy:
+Fail`, the write. Rotating the serving files in place (a new pair from the same
+CA, then a new CA announced in the caBundle beside the old one first) while
+kube-apiserver keeps calling loses no request.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import pathlib
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from kubernetes import client as k8s
+
+from tests.admission_support.servers import ConsoleServer
+from tests.kube.cluster import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    api_client,
+    eventually,
+    feedbackstore,
+    install_crd,
+    new_namespace,
+    registered,
+    registration,
+    shipped_crd,
+)
+from tests.kube.controlplane import ControlPlane, free_port
+from tests.manifest_render import MANIFESTS
+
+pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
+
+SCRIPT = pathlib.Path(sys.executable).parent / "feedbackstore-webhook"
+WEBHOOK = "validate.feedbackstores.agents.ctxmesh.ai"
+# A valid store only the webhook warns about: a call that carries the warning reached it.
+MONITOR = {"mode": "Monitor", "human": {"scores": [{"name": "thumbs"}]}}
+MONITOR_WARNING = "spec.mode: Monitor accepts undeclared score names"
+PROBE_LABEL = "feedbackstore-test/rotation-probe"
+ROTATION_CALLS_MAX = 3000
+ROTATION_SECONDS_MAX = 90.0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _crd(control_plane: ControlPlane) -> None:
+    install_crd(control_plane, shipped_crd())
+
+
+def certs(out_dir: pathlib.Path, *args: str) -> str:
+    """`feedbackstore-webhook certs` as a user runs it; its first line (created/renewed/kept)."""
+    result = subprocess.run(
+        [str(SCRIPT), "certs", "--out-dir", str(out_dir), "--base", str(MANIFESTS), *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()[0]
+
+
+@contextlib.contextmanager
+def serving(directory: pathlib.Path) -> Iterator[tuple[ConsoleServer, int]]:
+    """`feedbackstore-webhook serve` on 127.0.0.1 with the files `certs` wrote to `directory`."""
+    port = free_port()
+    server = ConsoleServer(
+        ["--host", "127.0.0.1", "--port", str(port), "--tls-cert-file",
+         str(directory / "tls.crt"), "--tls-private-key-file", str(directory / "tls.key")],
+        cwd=directory,
+    )  # fmt: skip
+    try:
+        server.wait_log(lambda e: e.get("msg") == "serving", timeout=30)
+        yield server, port
+    finally:
+        server.kill()
+
+
+def url(port: int) -> str:
+    return f"https://127.0.0.1:{port}/validate"
+
+
+def dry_run_create(plane: ControlPlane, namespace: str) -> Any:
+    store = feedbackstore(f"s-{uuid.uuid4().hex[:8]}", MONITOR)
+    return plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
+                         stdin=yaml.safe_dump(store))  # fmt: skip
+
+
+def refused_with(plane: ControlPlane, namespace: str, port: int, x509_error: str) -> None:
+    """Under failurePolicy Fail, every create is refused with kube-apiserver's exact text."""
+    expected = (
+        'Error from server (InternalError): error when creating "STDIN": Internal error '
+        f'occurred: failed calling webhook "{WEBHOOK}": failed to call webhook: Post '
+        f'"https://127.0.0.1:{port}/validate?timeout=5s": tls: failed to verify certificate: '
+        f"{x509_error}\n"
+    )
+
+    def refused() -> Any:
+        result = dry_run_create(plane, namespace)
+        return result if result.returncode == 1 else None
+
+    result = eventually(refused, timeout=30, what="the registration refusing writes")
+    assert result.stderr == expected
+    assert result.stdout == ""
+
+
+def accepted(plane: ControlPlane, namespace: str) -> None:
+    result = dry_run_create(plane, namespace)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(f"Warning: {MONITOR_WARNING}")
+
+
+# -- what kube-apiserver accepts and refuses -----------------------------------
+
+
+def test_a_certificate_with_host_127_0_0_1_and_its_ca_in_the_cabundle_is_called(
+    control_plane: ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    assert certs(tmp_path, "--host", "127.0.0.1").startswith("created: ")
+    namespace = new_namespace(control_plane, "tls")
+    with serving(tmp_path) as (_, port):
+        ca = (tmp_path / "ca.crt").read_bytes()
+        doc = registration(f"tls-{uuid.uuid4().hex[:6]}", url(port), ca)
+        with registered(control_plane, doc, namespace):
+            accepted(control_plane, namespace)
+
+
+@pytest.mark.parametrize(
+    ("host_args", "x509_error"),
+    [
+        pytest.param(
+            (),
+            "x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any "
+            "IP SANs",
+            id="the Service names only (no --host)",
+        ),
+        pytest.param(
+            ("--host", "127.0.0.2", "--host", "localhost"),
+            "x509: certificate is valid for 127.0.0.2, not 127.0.0.1",
+            id="another address (--host 127.0.0.2)",
+        ),
+    ],
+)
+def test_a_certificate_without_the_called_address_is_refused_and_so_is_the_write(
+    control_plane: ControlPlane,
+    tmp_path: pathlib.Path,
+    host_args: tuple[str, ...],
+    x509_error: str,
+) -> None:
+    certs(tmp_path, *host_args)
+    namespace = new_namespace(control_plane, "tls")
+    with serving(tmp_path) as (_, port):
+        ca = (tmp_path / "ca.crt").read_bytes()
+        doc = registration(f"tls-{uuid.uuid4().hex[:6]}", url(port), ca)
+        with registered(control_plane, doc, namespace, wait=False):
+            refused_with(control_plane, namespace, port, x509_error)
+
+
+def test_a_cabundle_of_another_ca_is_refused_and_so_is_the_write(
+    control_plane: ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    certs(tmp_path / "served", "--host", "127.0.0.1")
+    certs(tmp_path / "other", "--host", "127.0.0.1")
+    namespace = new_namespace(control_plane, "tls")
+    with serving(tmp_path / "served") as (_, port):
+        other_ca = (tmp_path / "other" / "ca.crt").read_bytes()
+        doc = registration(f"tls-{uuid.uuid4().hex[:6]}", url(port), other_ca)
+        with registered(control_plane, doc, namespace, wait=False):
+            # Every CA `certs` makes has the same subject, so Go names the candidate it
+            # tried before giving up.
+            refused_with(control_plane, namespace, port,
+                         'x509: certificate signed by unknown authority (possibly because of '
+                         '"x509: ECDSA verification failure" while trying to verify candidate '
+                         'authority certificate "feedbackstore-webhook CA")')  # fmt: skip
+
+
+# -- rotation under load -------------------------------------------------------
+
+
+@dataclass
+class CallLoop:
+    """Server dry-run creates through kube-apiserver, back to back, on a thread."""
+
+    plane: ControlPlane
+    namespace: str
+    calls: int = 0
+    failures: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        api = k8s.CustomObjectsApi(api_client(self.plane))
+        deadline = time.monotonic() + ROTATION_SECONDS_MAX
+        while not self.stop.is_set() and self.calls < ROTATION_CALLS_MAX:
+            if time.monotonic() > deadline:
+                self.failures.append(f"still running after {ROTATION_SECONDS_MAX} s")
+                return
+            body = feedbackstore(f"r-{self.calls}", MONITOR)
+            try:
+                _, status, headers = api.create_namespaced_custom_object_with_http_info(
+                    GROUP, VERSION, self.namespace, PLURAL, body, dry_run="All"
+                )
+            except k8s.ApiException as error:
+                self.failures.append(f"call {self.calls}: {error.status} {error.body}")
+            else:
+                if status != 201 or MONITOR_WARNING not in (headers.get("Warning") or ""):
+                    self.failures.append(f"call {self.calls}: {status}, no webhook warning")
+            self.calls += 1
+
+    def calls_after(self, count: int, more: int) -> None:
+        """Wait until `more` calls have completed after `count` (all of them, by then, judged)."""
+        eventually(lambda: self.calls >= count + more or self.failures or self.stop.is_set(),
+                   timeout=30, what=f"{more} more calls")  # fmt: skip
+
+
+def served_certificate(port: int) -> bytes:
+    """The DER certificate a new handshake with the webhook gets."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return der
+
+
+def der(path: pathlib.Path) -> bytes:
+    cert = x509.load_pem_x509_certificate(path.read_bytes())
+    return cert.public_bytes(serialization.Encoding.DER)
+
+
+def install_in_place(source: pathlib.Path, target: pathlib.Path) -> None:
+    """Copy a serving pair over the served files, key first, each by an atomic rename."""
+    for name in ("tls.key", "tls.crt"):
+        staged = target / f".{name}.new"
+        staged.write_bytes((source / name).read_bytes())
+        staged.chmod(0o600 if name == "tls.key" else 0o644)
+        staged.replace(target / name)
+
+
+def set_ca_bundle(plane: ControlPlane, name: str, *ca_files: pathlib.Path) -> None:
+    bundle = b"".join(path.read_bytes() for path in ca_files)
+    patch = [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle",
+              "value": base64.b64encode(bundle).decode()}]  # fmt: skip
+    k8s.AdmissionregistrationV1Api(api_client(plane)).patch_validating_webhook_configuration(
+        name, patch
+    )
+
+
+def until_kube_apiserver_sees_it(plane: ControlPlane, port: int, ca: bytes) -> None:
+    """Wait until kube-apiserver uses every webhook configuration change made so far.
+
+    It reads them through one informer, in order: once a configuration
+    registered after a change is called, the change is in effect too.
+    """
+    probe_namespace = f"probe-{uuid.uuid4().hex[:8]}"
+    core = k8s.CoreV1Api(api_client(plane))
+    core.create_namespace({"metadata": {"name": probe_namespace, "labels": {PROBE_LABEL: "on"}}})
+    doc = registration(f"probe-{uuid.uuid4().hex[:6]}", url(port), ca,
+                       namespaceSelector={"matchLabels": {PROBE_LABEL: "on"}})  # fmt: skip
+    with registered(plane, doc, probe_namespace):
+        pass
+
+
+def test_rotating_the_serving_files_and_the_ca_loses_no_request(
+    control_plane: ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    served, staged = tmp_path / "served", tmp_path / "staged"
+    certs(served, "--host", "127.0.0.1")
+    namespace = new_namespace(control_plane, "tls")
+    with serving(served) as (server, port):
+        name = f"tls-{uuid.uuid4().hex[:6]}"
+        doc = registration(name, url(port), (served / "ca.crt").read_bytes())
+        with registered(control_plane, doc, namespace):
+            loop = CallLoop(control_plane, namespace)
+            thread = threading.Thread(target=loop.run, daemon=True)
+            thread.start()
+            try:
+                loop.calls_after(0, 20)
+                first_ca = served / "ca.crt"
+                first = der(served / "tls.crt")
+
+                # 1. A new pair from the same CA, written in place by `certs` itself
+                #    (a new --host makes it renew rather than keep).
+                assert certs(served, "--host", "127.0.0.1", "--host", "localhost").startswith(
+                    "renewed: ")  # fmt: skip
+                assert (served / "ca.crt").read_bytes() == first_ca.read_bytes()
+                renewed = der(served / "tls.crt")
+                assert renewed != first
+                eventually(lambda: served_certificate(port) == renewed, what="renewed pair served")
+                loop.calls_after(loop.calls, 20)
+
+                # 2. A new CA: announce it beside the old one, then serve a pair it signed,
+                #    then retire the old CA.
+                old_ca = tmp_path / "old-ca.crt"
+                old_ca.write_bytes(first_ca.read_bytes())
+                assert certs(staged, "--host", "127.0.0.1").startswith("created: ")
+                new_ca = staged / "ca.crt"
+                set_ca_bundle(control_plane, name, old_ca, new_ca)
+                until_kube_apiserver_sees_it(control_plane, port,
+                                             old_ca.read_bytes() + new_ca.read_bytes())  # fmt: skip
+                loop.calls_after(loop.calls, 20)
+                install_in_place(staged, served)
+                rotated = der(staged / "tls.crt")
+                eventually(lambda: served_certificate(port) == rotated, what="new CA's pair served")
+                loop.calls_after(loop.calls, 20)
+                set_ca_bundle(control_plane, name, new_ca)
+                until_kube_apiserver_sees_it(control_plane, port, new_ca.read_bytes())
+                loop.calls_after(loop.calls, 20)
+            finally:
+                loop.stop.set()
+                thread.join(30)
+    assert loop.failures == []
+    assert 100 <= loop.calls <= ROTATION_CALLS_MAX
+    reloads = [e for e in server.logs if e.get("msg") == "certificate reloaded"]
+    assert len(reloads) >= 2

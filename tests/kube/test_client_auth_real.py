@@ -34,13 +34,14 @@ from tests.kube.cluster import (
     registration,
     webhook_server,
 )
-from tests.kube.controlplane import ControlPlane, free_port, running
+from tests.kube.controlplane import REPO, ControlPlane, free_port, running
 from tests.test_server_client_auth import first_bytes
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
 SERVED = b"HTTP/1.1 200 OK"
 THUMBS_TWICE = {"mode": "Enforce", "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
+README_SECTION = "### Only kube-apiserver may call it (client certificates)"
 # The webhook closes idle connections after this long, so that kube-apiserver dials a new
 # one (a new handshake, checked against the current client CA) for a call made later.
 IDLE_SECONDS = 2
@@ -71,27 +72,30 @@ def write_pem(path: pathlib.Path, data: bytes) -> pathlib.Path:
     return path
 
 
+def readme_yaml(first_line: str) -> dict[str, Any]:
+    """The YAML block of README's client-certificate section that opens with `first_line`."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index(README_SECTION) :]
+    section = section[: section.index("\n### ", len(README_SECTION))]
+    blocks = [b.split("```", 1)[0] for b in section.split("```yaml\n")[1:]]
+    found = [b for b in blocks if b.splitlines()[0] == first_line]
+    assert len(found) == 1, f"README {README_SECTION!r}: {len(found)} blocks open {first_line!r}"
+    document: dict[str, Any] = yaml.safe_load(found[0])
+    return document
+
+
 def admission_configuration(directory: pathlib.Path, port: int, pair: pki.Pair) -> pathlib.Path:
-    """The kube-apiserver side: what README's "Only kube-apiserver may call it" documents."""
-    cert = write_pem(directory / "webhook-client.crt", pair.cert)
-    key = write_pem(directory / "webhook-client.key", pair.key)
-    kubeconfig = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "users": [{"name": f"127.0.0.1:{port}",
-                   "user": {"client-certificate": str(cert), "client-key": str(key)}}],
-    }  # fmt: skip
+    """kube-apiserver's side as README documents it, with this test's files and webhook port."""
+    kubeconfig = readme_yaml("apiVersion: v1")
+    (user,) = kubeconfig["users"]
+    user["name"] = f"127.0.0.1:{port}"  # registered by url:, not by the Service
+    assert set(user["user"]) == {"client-certificate", "client-key"}
+    user["user"]["client-certificate"] = str(write_pem(directory / "webhook-client.crt", pair.cert))
+    user["user"]["client-key"] = str(write_pem(directory / "webhook-client.key", pair.key))
     kubeconfig_file = directory / "webhook-kubeconfig.yaml"
     kubeconfig_file.write_text(yaml.safe_dump(kubeconfig))
-    configuration = {
-        "apiVersion": "apiserver.config.k8s.io/v1",
-        "kind": "AdmissionConfiguration",
-        "plugins": [{"name": "ValidatingAdmissionWebhook", "configuration": {
-            "apiVersion": "apiserver.config.k8s.io/v1",
-            "kind": "WebhookAdmissionConfiguration",
-            "kubeConfigFile": str(kubeconfig_file),
-        }}],
-    }  # fmt: skip
+    configuration = readme_yaml("apiVersion: apiserver.config.k8s.io/v1")
+    configuration["plugins"][0]["configuration"]["kubeConfigFile"] = str(kubeconfig_file)
     path = directory / "admission-configuration.yaml"
     path.write_text(yaml.safe_dump(configuration))
     return path

@@ -1,0 +1,776 @@
+"""The doctor's checks as pure functions: each input, the level and words an admin gets.
+
+The real kube-apiserver (tests/kube/test_doctor_real.py) proves the objects fetched are the
+objects these tests build; here every branch is pinned without a cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime as dt
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from webhook.certs.issue import Authority, Bundle, issue_authority, issue_bundle, issue_serving
+from webhook.doctor import certificates, registration
+from webhook.doctor.checks import run_checks, service_ref
+from webhook.doctor.cluster import _warnings
+from webhook.doctor.crd import check_crd
+from webhook.doctor.endpoints import check_endpoints
+from webhook.doctor.lease import check_lease
+from webhook.doctor.probe import check_probe, expected_warnings, probe_store
+from webhook.doctor.render import as_json, as_text
+from webhook.doctor.result import CheckResult, Level, combine, fail, healthy, ok, skip, warn
+from webhook.doctor.selectors import selects
+from webhook.doctor.snapshot import CRD_NAME, ProbeOutcome, Snapshot, Target, Unreadable
+from webhook.doctor.stores import check_stores
+
+NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
+TARGET = Target()
+SERVICE_HOST = "feedbackstore-webhook.feedbackstore-system.svc"
+FORBIDDEN = Unreadable('secrets is forbidden: User "bob" cannot get resource "secrets"')
+
+
+# -- label selectors ---------------------------------------------------------------------
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "selected"),
+    [
+        (None, {"a": "1"}, True),
+        ({}, {}, True),
+        ({"matchLabels": {"a": "1"}}, {"a": "1", "b": "2"}, True),
+        ({"matchLabels": {"a": "1"}}, {"a": "2"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {"a": "1"}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]},
+         {"a": "1"}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"a": ""}, True),
+        ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": ""}, False),
+        ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}, {"a": "2"},
+         False),
+    ],
+    ids=[
+        "no selector selects everything",
+        "an empty selector selects everything",
+        "matchLabels needs each pair",
+        "matchLabels refuses another value",
+        "In with the value",
+        "In without the key",
+        "NotIn without the key",
+        "NotIn with a listed value",
+        "Exists",
+        "DoesNotExist with the key",
+        "an unknown operator selects nothing",
+    ],
+)  # fmt: skip
+def test_label_selectors_as_kube_apiserver_reads_them(
+    selector: Any, labels: dict[str, str], selected: bool
+) -> None:
+    assert selects(selector, labels) is selected
+
+
+# -- CRD ---------------------------------------------------------------------------------
+
+
+def crd(established: str = "True", served: bool = True, cel: bool = True) -> dict[str, Any]:
+    schema: dict[str, Any] = {"openAPIV3Schema": {"type": "object", "properties": {}}}
+    if cel:
+        schema["openAPIV3Schema"]["properties"]["spec"] = {
+            "x-kubernetes-validations": [{"rule": "true"}]
+        }
+    return {
+        "metadata": {"name": CRD_NAME},
+        "spec": {"versions": [{"name": "v1beta1", "served": served, "storage": True,
+                               "schema": schema}]},
+        "status": {"conditions": [
+            {"type": "NamesAccepted", "status": "False" if established != "True" else "True",
+             "message": '"fs" is already in use'},
+            {"type": "Established", "status": established},
+        ]},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("found", "level", "detail"),
+    [
+        (crd(), Level.OK, f"{CRD_NAME} Established; versions v1beta1 (served, storage); "
+                          "cross-field rules in CEL"),
+        (crd(cel=False), Level.OK,
+         f"{CRD_NAME} Established; versions v1beta1 (served, storage); "
+         "no CEL rules: the webhook alone enforces the cross-field rules"),
+        (None, Level.FAIL, f"CRD {CRD_NAME} is not installed"),
+        (crd(established="False"), Level.FAIL,
+         f'CRD {CRD_NAME} is not Established: "fs" is already in use'),
+        (crd(served=False), Level.FAIL,
+         f"CRD {CRD_NAME} does not serve v1beta1 (versions: v1beta1)"),
+        (FORBIDDEN, Level.FAIL, f"cannot read CRD {CRD_NAME}: {FORBIDDEN.reason}"),
+    ],
+    ids=["established with CEL", "the platform's CRD without CEL", "missing",
+         "not Established, the names condition says why", "v1beta1 not served", "forbidden"],
+)  # fmt: skip
+def test_the_crd_check(found: Any, level: Level, detail: str) -> None:
+    result = check_crd(found)
+    assert (result.level, result.detail) == (level, detail)
+    assert bool(result.fix) is (level is Level.FAIL)
+
+
+# -- the webhook registration ------------------------------------------------------------
+
+ENTRY: dict[str, Any] = {
+    "name": "validate.feedbackstores.agents.ctxmesh.ai",
+    "admissionReviewVersions": ["v1"],
+    "sideEffects": "None",
+    "failurePolicy": "Fail",
+    "timeoutSeconds": 5,
+    "clientConfig": {"service": {"namespace": "feedbackstore-system",
+                                 "name": "feedbackstore-webhook", "path": "/validate",
+                                 "port": 443}},
+    "rules": [{"apiGroups": ["agents.ctxmesh.ai"], "apiVersions": ["v1beta1"],
+               "operations": ["CREATE", "UPDATE"], "resources": ["feedbackstores"]}],
+    "namespaceSelector": {"matchExpressions": [
+        {"key": NAME_LABEL, "operator": "NotIn", "values": ["kube-system", "feedbackstore-system"]}
+    ]},
+}  # fmt: skip
+DELETE_ONLY: dict[str, Any] = {
+    **ENTRY,
+    "name": "in-use.feedbackstores.agents.ctxmesh.ai",
+    "failurePolicy": "Ignore",
+    "rules": [{**ENTRY["rules"][0], "operations": ["DELETE"]}],
+}
+
+
+def configuration(*entries: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """The shipped registration; `changes` apply to its (last) admission entry."""
+    found = [copy.deepcopy(e) for e in entries] or [copy.deepcopy(ENTRY)]
+    found[-1].update(changes)
+    return {"metadata": {"name": "feedbackstore-webhook"}, "webhooks": found}
+
+
+def by_name(results: list[CheckResult]) -> dict[str, CheckResult]:
+    return {result.name: result for result in results}
+
+
+def test_the_shipped_registration_passes_every_field_check() -> None:
+    results = registration.check_registration(configuration(), TARGET, {})
+    assert [(r.name, r.level) for r in results] == [
+        ("webhook-configuration", Level.OK),
+        ("failurePolicy", Level.OK),
+        ("sideEffects", Level.OK),
+        ("timeoutSeconds", Level.OK),
+        ("admissionReviewVersions", Level.OK),
+        ("namespaceSelector", Level.OK),
+    ]
+    assert results[0].detail == (
+        "feedbackstore-webhook: validate.feedbackstores.agents.ctxmesh.ai -> "
+        "Service feedbackstore-system/feedbackstore-webhook:443"
+    )
+    assert results[-1].detail == "leaves out kube-system and feedbackstore-system"
+
+
+@pytest.mark.parametrize(
+    ("found", "why"),
+    [
+        (None, "ValidatingWebhookConfiguration feedbackstore-webhook not found"),
+        (FORBIDDEN, f"cannot read feedbackstore-webhook: {FORBIDDEN.reason}"),
+        (configuration(DELETE_ONLY),
+         "feedbackstore-webhook has no webhook for CREATE/UPDATE of "
+         "feedbackstores.agents.ctxmesh.ai"),
+    ],
+    ids=["missing", "forbidden", "only a DELETE entry"],
+)  # fmt: skip
+def test_without_an_admission_entry_the_field_checks_are_skipped(found: Any, why: str) -> None:
+    head, *rest = registration.check_registration(found, TARGET, {})
+    assert (head.level, head.detail) == (Level.FAIL, why)
+    assert [r.level for r in rest] == [Level.SKIP] * 5
+
+
+@pytest.mark.parametrize(
+    ("changes", "check", "level", "detail"),
+    [
+        ({"failurePolicy": "Ignore"}, "failurePolicy", Level.FAIL,
+         "Ignore: while the webhook is down, FeedbackStores are admitted without it, silently"),
+        ({"sideEffects": "NoneOnDryRun"}, "sideEffects", Level.OK, "NoneOnDryRun"),
+        ({"sideEffects": "Some"}, "sideEffects", Level.FAIL,
+         "Some: kube-apiserver refuses dry-run requests (kubectl --dry-run=server, kubectl diff) "
+         "for the objects this webhook matches"),
+        ({"timeoutSeconds": 30}, "timeoutSeconds", Level.WARN,
+         "30 s: while the webhook hangs, every FeedbackStore write waits that long"),
+        ({"timeoutSeconds": 1}, "timeoutSeconds", Level.WARN,
+         "1 s: a TLS handshake to a busy pod may not fit; writes then fail"),
+        ({"timeoutSeconds": None}, "timeoutSeconds", Level.OK, "10 s"),
+        ({"admissionReviewVersions": ["v1beta1"]}, "admissionReviewVersions", Level.WARN,
+         "v1beta1: v1beta1 only (deprecated); the webhook speaks v1"),
+        ({"admissionReviewVersions": ["v2"]}, "admissionReviewVersions", Level.FAIL,
+         "v2: the webhook speaks v1 and v1beta1 only"),
+        ({"namespaceSelector": {}}, "namespaceSelector", Level.FAIL,
+         "matches kube-system and feedbackstore-system: a broken webhook could block the "
+         "repairs there"),
+        ({"namespaceSelector": {"matchExpressions": [
+            {"key": NAME_LABEL, "operator": "NotIn", "values": ["kube-system"]}]}},
+         "namespaceSelector", Level.FAIL,
+         "matches feedbackstore-system: a broken webhook could block the repairs there"),
+        ({"namespaceSelector": {"matchLabels": {"team": "a"}}}, "namespaceSelector", Level.OK,
+         "leaves out kube-system and feedbackstore-system"),
+        ({"rules": [{**ENTRY["rules"][0],
+                     "resources": ["feedbackstores", "feedbackstores/status"]}]},
+         "webhook-configuration", Level.FAIL,
+         "feedbackstore-webhook: validate.feedbackstores.agents.ctxmesh.ai also matches "
+         "feedbackstores/status, so a webhook outage blocks the status writer"),
+    ],
+    ids=["failurePolicy Ignore fails", "NoneOnDryRun is fine", "sideEffects Some fails",
+         "a long timeout warns", "a very short timeout warns", "no timeout means the 10 s default",
+         "v1beta1 only warns", "no version the webhook speaks fails",
+         "an empty selector matches the protected namespaces",
+         "a selector leaving out only kube-system", "a label selector the system namespaces lack",
+         "matching the status subresource blocks the writer"],
+)  # fmt: skip
+def test_each_registration_field(
+    changes: dict[str, Any], check: str, level: Level, detail: str
+) -> None:
+    result = by_name(registration.check_registration(configuration(**changes), TARGET, {}))[check]
+    assert (result.level, result.detail) == (level, detail)
+
+
+def test_a_namespace_labelled_into_the_selector_is_seen_by_its_real_labels() -> None:
+    changes = {"namespaceSelector": {"matchLabels": {"team": "a"}}}
+    namespaces: dict[str, Any] = {"kube-system": {"metadata": {"labels": {"team": "a"}}}}
+    result = by_name(registration.check_registration(configuration(**changes), TARGET, namespaces))[
+        "namespaceSelector"
+    ]
+    assert result.detail.startswith("matches kube-system:")
+
+
+def test_a_delete_only_entry_may_fail_open_and_the_fix_patches_the_right_entry() -> None:
+    found = configuration(DELETE_ONLY, ENTRY, failurePolicy="Ignore")
+    result = by_name(registration.check_registration(found, TARGET, {}))["failurePolicy"]
+    assert result.level is Level.FAIL
+    assert result.fix == (
+        "kubectl patch validatingwebhookconfiguration feedbackstore-webhook --type=json -p "
+        """'[{"op":"replace","path":"/webhooks/1/failurePolicy","value":"Fail"}]'"""
+    )
+    healthy_too = configuration(DELETE_ONLY, ENTRY)
+    assert (
+        by_name(registration.check_registration(healthy_too, TARGET, {}))["failurePolicy"].level
+        is Level.OK
+    )
+
+
+def test_two_admission_entries_are_each_named_and_the_worst_wins() -> None:
+    second = {**ENTRY, "name": "second.example", "timeoutSeconds": 30}
+    found = configuration(ENTRY, second)
+    result = by_name(registration.check_registration(found, TARGET, {}))["timeoutSeconds"]
+    assert result.level is Level.WARN
+    assert result.detail == (
+        "validate.feedbackstores.agents.ctxmesh.ai: 5 s; "
+        "second.example: 30 s: while the webhook hangs, every FeedbackStore write waits that long"
+    )
+    assert "/webhooks/1/timeoutSeconds" in result.fix
+
+
+@pytest.mark.parametrize(
+    ("client", "host", "how"),
+    [
+        ({"service": {"namespace": "ns", "name": "svc", "port": 8443}}, "svc.ns.svc",
+         "Service ns/svc:8443"),
+        ({"service": {"namespace": "ns", "name": "svc"}}, "svc.ns.svc", "Service ns/svc:443"),
+        ({"url": "https://127.0.0.1:9443/validate"}, "127.0.0.1",
+         "https://127.0.0.1:9443/validate"),
+        ({"url": "https://hooks.example.com/validate"}, "hooks.example.com",
+         "https://hooks.example.com/validate"),
+        ({}, "", "no clientConfig"),
+    ],
+    ids=["service with a port", "service on 443 by default", "url by IP", "url by name",
+         "neither"],
+)  # fmt: skip
+def test_the_host_kube_apiserver_dials(client: dict[str, Any], host: str, how: str) -> None:
+    assert registration.client_endpoint({"clientConfig": client}) == (host, how)
+
+
+# -- certificates ------------------------------------------------------------------------
+
+
+def secret_of(bundle: Bundle, *, ca: bytes | None = None, cert: bytes | None = None) -> dict[
+        str, Any]:  # fmt: skip
+    data = {"tls.crt": cert or bundle.cert, "tls.key": bundle.key, "ca.crt": ca or bundle.ca_cert}
+    return {"data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
+
+
+def entry_trusting(ca_pem: bytes | None) -> dict[str, Any]:
+    client = copy.deepcopy(ENTRY["clientConfig"])
+    if ca_pem is not None:
+        client["caBundle"] = base64.b64encode(ca_pem).decode()
+    return {**ENTRY, "clientConfig": client}
+
+
+@pytest.fixture(scope="module")
+def service_bundle() -> Bundle:
+    return issue_bundle(("feedbackstore-webhook", SERVICE_HOST), now=NOW)
+
+
+def serving_checks(secret: Any, bundle_pem: bytes | None, host: str = SERVICE_HOST,
+                   now: dt.datetime = NOW) -> dict[str, CheckResult]:  # fmt: skip
+    trusted = certificates.ca_bundle(entry_trusting(bundle_pem))
+    return by_name(certificates.check_serving(secret, "ns/tls", trusted, host, now))
+
+
+def test_a_matching_pair_passes_all_three(service_bundle: Bundle) -> None:
+    found = serving_checks(secret_of(service_bundle), service_bundle.ca_cert)
+    assert {name: r.level for name, r in found.items()} == {
+        "ca-bundle": Level.OK, "certificate-names": Level.OK, "certificate-expiry": Level.OK
+    }  # fmt: skip
+    assert found["ca-bundle"].detail == (
+        'caBundle CA "feedbackstore-webhook CA" verifies "feedbackstore-webhook"'
+    )
+    assert found["certificate-names"].detail == (
+        f"valid for {SERVICE_HOST} (feedbackstore-webhook, {SERVICE_HOST})"
+    )
+    assert found["certificate-expiry"].detail.startswith(
+        "serving certificate expires on 2027-06-01"
+    )
+
+
+def test_another_ca_fails_and_points_at_the_secret_s_own_ca(service_bundle: Bundle) -> None:
+    other = issue_bundle(("x",), now=NOW).ca_cert
+    found = serving_checks(secret_of(service_bundle), other)["ca-bundle"]
+    assert found.level is Level.FAIL
+    assert "does not verify the serving certificate" in found.detail
+    assert "x509: certificate signed by unknown authority" in found.detail
+    assert found.fix.startswith("the Secret's ca.crt signed it")
+
+
+def test_another_ca_everywhere_asks_for_a_reissue(service_bundle: Bundle) -> None:
+    other = issue_bundle(("x",), now=NOW).ca_cert
+    found = serving_checks(secret_of(service_bundle, ca=other), other)["ca-bundle"]
+    assert found.fix.startswith("reissue both from one run")
+
+
+def test_no_ca_bundle_warns_and_garbage_fails(service_bundle: Bundle) -> None:
+    assert serving_checks(secret_of(service_bundle), None)["ca-bundle"].level is Level.WARN
+    garbage = serving_checks(secret_of(service_bundle), b"not a certificate")["ca-bundle"]
+    assert (garbage.level, garbage.detail) == (Level.FAIL, "caBundle holds no PEM certificate")
+
+
+@pytest.mark.parametrize(
+    ("secret", "why"),
+    [
+        (None, "Secret ns/tls not found"),
+        (FORBIDDEN, f"cannot read Secret ns/tls: {FORBIDDEN.reason}"),
+        ({"data": {"tls.crt": base64.b64encode(b"junk").decode()}},
+         "Secret ns/tls has no PEM certificate under tls.crt"),
+    ],
+    ids=["missing", "forbidden", "no certificate in it"],
+)  # fmt: skip
+def test_without_a_serving_certificate_only_the_trust_check_fails(
+    service_bundle: Bundle, secret: Any, why: str
+) -> None:
+    found = serving_checks(secret, service_bundle.ca_cert)
+    assert (found["ca-bundle"].level, found["ca-bundle"].detail) == (Level.FAIL, why)
+    assert found["certificate-names"].level is Level.SKIP
+    assert found["certificate-expiry"].level is Level.SKIP
+
+
+def leaf_for(names: list[x509.GeneralName] | None, common_name: str = "webhook") -> (
+        x509.Certificate):  # fmt: skip
+    key = ec.generate_private_key(ec.SECP256R1())
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ca")]))
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(NOW)
+        .not_valid_after(NOW + dt.timedelta(days=1))
+    )
+    if names is not None:
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    return builder.sign(key, hashes.SHA256())
+
+
+def ip(text: str) -> x509.GeneralName:
+    import ipaddress
+
+    return x509.IPAddress(ipaddress.ip_address(text))
+
+
+@pytest.mark.parametrize(
+    ("names", "host", "go_error"),
+    [
+        ([x509.DNSName(SERVICE_HOST)], SERVICE_HOST, None),
+        ([x509.DNSName("*.feedbackstore-system.svc")], SERVICE_HOST, None),
+        ([x509.DNSName("*.svc")], SERVICE_HOST,
+         f"x509: certificate is valid for *.svc, not {SERVICE_HOST}"),
+        ([x509.DNSName("feedbackstore-webhook.other.svc"), x509.DNSName("b")], SERVICE_HOST,
+         f"x509: certificate is valid for feedbackstore-webhook.other.svc, b, not {SERVICE_HOST}"),
+        ([ip("127.0.0.1")], "127.0.0.1", None),
+        ([x509.DNSName("localhost")], "127.0.0.1",
+         "x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs"),
+        ([x509.DNSName("127.0.0.1")], "127.0.0.1",
+         "x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs"),
+        ([ip("10.0.0.1"), ip("10.0.0.2")], "127.0.0.1",
+         "x509: certificate is valid for 10.0.0.1, 10.0.0.2, not 127.0.0.1"),
+        ([ip("10.0.0.1")], SERVICE_HOST,
+         f"x509: certificate is not valid for any names, but wanted to match {SERVICE_HOST}"),
+        (None, SERVICE_HOST,
+         f"x509: certificate is not valid for any names, but wanted to match {SERVICE_HOST}"),
+    ],
+    ids=["exact DNS name", "wildcard for one label", "wildcard for two labels does not match",
+         "other DNS names", "IP SAN", "DNS-only certificate for an IP host",
+         "an IP written as a DNS name is not an IP SAN", "other IP SANs",
+         "IP-only certificate for a DNS host", "no SANs at all"],
+)  # fmt: skip
+def test_host_names_matched_as_go_matches_them(
+    names: list[x509.GeneralName] | None, host: str, go_error: str | None
+) -> None:
+    leaf = leaf_for(names)
+    assert certificates.hostname_error(leaf, host) == go_error
+    result = certificates.check_names(leaf, host)
+    if go_error is None:
+        assert result.level is Level.OK
+    else:
+        assert (result.level, result.detail) == (
+            Level.FAIL, f"not valid for {host}; kube-apiserver answers '{go_error}'"
+        )  # fmt: skip
+
+
+def test_a_common_name_alone_gets_go_s_legacy_message() -> None:
+    leaf = leaf_for(None, common_name=SERVICE_HOST)
+    assert certificates.hostname_error(leaf, SERVICE_HOST) == (
+        "x509: certificate relies on legacy Common Name field, use SANs instead"
+    )
+
+
+@pytest.mark.parametrize(
+    ("issued_days_ago", "days", "level", "text"),
+    [
+        (0, 365, Level.OK, "serving certificate expires on 2027-06-01 11:55 UTC, in 364 days"),
+        (0, 30, Level.WARN, "serving certificate expires on 2026-07-01 11:55 UTC, in 29 days"),
+        (0, 10, Level.WARN, "serving certificate expires on 2026-06-11 11:55 UTC, in 9 days"),
+        (40, 30, Level.FAIL,
+         "serving certificate expired on 2026-05-22 11:55 UTC: kube-apiserver answers "
+         "'x509: certificate has expired or is not yet valid'"),
+        (-2, 30, Level.FAIL, '"webhook" is not valid before 2026-06-03 11:55 UTC (clock skew?)'),
+    ],
+    ids=["a year left", "29 days left warns", "10 days left warns", "expired", "not yet valid"],
+)  # fmt: skip
+def test_days_to_expiry(issued_days_ago: int, days: int, level: Level, text: str) -> None:
+    bundle = issue_bundle(("webhook",), days=days, now=NOW - dt.timedelta(days=issued_days_ago))
+    chain = certificates.decode_pem_list(bundle.cert)
+    roots = certificates.decode_pem_list(bundle.ca_cert)
+    result = certificates.check_expiry(chain, roots, NOW)
+    assert (result.level, result.detail) == (level, text)
+
+
+def test_a_ca_that_ends_before_the_leaf_is_the_one_named() -> None:
+    authority = issue_authority(days=20, now=NOW)
+    key = ec.generate_private_key(ec.SECP256R1())
+    outliving = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webhook")]))
+        .issuer_name(authority.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(3)
+        .not_valid_before(NOW - dt.timedelta(days=1))
+        .not_valid_after(NOW + dt.timedelta(days=365))
+        .sign(authority.key, hashes.SHA256())
+    )
+    result = certificates.check_expiry([outliving], [authority.cert], NOW)
+    assert (result.level, result.detail) == (
+        Level.WARN, 'CA "feedbackstore-webhook CA" expires on 2026-06-21 11:55 UTC, in 19 days'
+    )  # fmt: skip
+
+
+def intermediate_chain() -> tuple[Authority, x509.Certificate, Bundle]:
+    """root -> intermediate (a CA) -> leaf, the way cert-manager can serve a chain."""
+    root = issue_authority(now=NOW)
+    key = ec.generate_private_key(ec.SECP256R1())
+    ski = root.cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    middle = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "intermediate")]))
+        .issuer_name(root.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(7)
+        .not_valid_before(NOW - dt.timedelta(days=1))
+        .not_valid_after(NOW + dt.timedelta(days=100))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski), False)
+        .sign(root.key, hashes.SHA256())
+    )
+    leaf = issue_serving(Authority(middle, key), (SERVICE_HOST,), now=NOW, common_name="webhook")
+    return root, middle, leaf
+
+
+def test_a_chain_through_an_intermediate_verifies_and_its_end_counts() -> None:
+    root, middle, leaf = intermediate_chain()
+    from cryptography.hazmat.primitives import serialization
+
+    served = leaf.cert + middle.public_bytes(serialization.Encoding.PEM)
+    root_pem = root.cert.public_bytes(serialization.Encoding.PEM)
+    found = serving_checks(secret_of(leaf, cert=served, ca=root_pem), root_pem)
+    assert found["ca-bundle"].detail == 'caBundle CA "feedbackstore-webhook CA" verifies "webhook"'
+    assert found["certificate-expiry"].level is Level.OK
+    without_middle = serving_checks(secret_of(leaf, ca=root_pem), root_pem)["ca-bundle"]
+    assert without_middle.level is Level.FAIL
+
+
+# -- endpoints, Lease, stores ------------------------------------------------------------
+
+
+def endpoint_slice(*ready: bool | None) -> dict[str, Any]:
+    endpoints = []
+    for number, state in enumerate(ready):
+        conditions = {} if state is None else {"ready": state}
+        endpoints.append({"addresses": [f"10.0.0.{number + 1}"], "conditions": conditions})
+    return {"endpoints": endpoints}
+
+
+@pytest.mark.parametrize(
+    ("service", "slices", "level", "detail"),
+    [
+        ({}, [endpoint_slice(True, None)], Level.OK,
+         "Service ns/svc: 2 ready (10.0.0.1, 10.0.0.2)"),
+        ({}, [endpoint_slice(False), endpoint_slice(False)], Level.FAIL,
+         "Service ns/svc has no ready endpoints (2 not ready: pods not Ready)"),
+        ({}, [], Level.FAIL,
+         "Service ns/svc has no ready endpoints (0 not ready: no pods selected)"),
+        (None, [], Level.FAIL, "Service ns/svc not found"),
+        (FORBIDDEN, [], Level.FAIL, f"cannot read Service ns/svc: {FORBIDDEN.reason}"),
+        ({}, FORBIDDEN, Level.FAIL, f"cannot list EndpointSlices: {FORBIDDEN.reason}"),
+    ],
+    ids=["ready and unknown count as ready", "none ready", "no endpoints", "no Service",
+         "Service forbidden", "slices forbidden"],
+)  # fmt: skip
+def test_service_endpoints(service: Any, slices: Any, level: Level, detail: str) -> None:
+    result = check_endpoints(service, slices, "ns/svc")
+    assert (result.level, result.detail) == (level, detail)
+
+
+def test_many_endpoints_are_counted_not_all_listed() -> None:
+    result = check_endpoints({}, [endpoint_slice(*[True] * 7)], "ns/svc", "why this one")
+    assert result.detail == (
+        "Service ns/svc: 7 ready (10.0.0.1, 10.0.0.2, 10.0.0.3, 10.0.0.4, 10.0.0.5 and 2 more) "
+        "(why this one)"
+    )
+
+
+def lease(holder: str = "writer-0_1", renewed: dt.datetime | None = NOW, duration: int = 15) -> (
+        dict[str, Any]):  # fmt: skip
+    spec: dict[str, Any] = {"holderIdentity": holder, "leaseDurationSeconds": duration}
+    if renewed is not None:
+        spec["renewTime"] = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {"metadata": {"resourceVersion": "1"}, "spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("found", "level", "detail"),
+    [
+        (lease(renewed=NOW - dt.timedelta(seconds=3)), Level.OK,
+         "held by writer-0_1, renewed 3 s ago (lasts 15 s)"),
+        (lease(renewed=NOW + dt.timedelta(seconds=2)), Level.OK,
+         "held by writer-0_1, renewed 2 s in the future (clock skew) (lasts 15 s)"),
+        (lease(renewed=NOW - dt.timedelta(seconds=16)), Level.FAIL,
+         "Lease ns/lease held by writer-0_1, last renewed 16 s ago (it lasts 15 s): "
+         "the leader stopped renewing"),
+        (lease(renewed=NOW - dt.timedelta(hours=3)), Level.FAIL,
+         "Lease ns/lease held by writer-0_1, last renewed 3 h ago (it lasts 15 s): "
+         "the leader stopped renewing"),
+        (lease(holder=""), Level.FAIL, "Lease ns/lease is released: no status writer leads"),
+        (lease(renewed=None), Level.FAIL, "Lease ns/lease held by writer-0_1 was never renewed"),
+        (None, Level.FAIL, "Lease ns/lease not found: no status writer has ever led"),
+        (FORBIDDEN, Level.FAIL, f"cannot read Lease ns/lease: {FORBIDDEN.reason}"),
+    ],
+    ids=["fresh", "ahead of our clock", "just past its duration", "hours old", "released",
+         "never renewed", "missing", "forbidden"],
+)  # fmt: skip
+def test_the_status_writer_lease(found: Any, level: Level, detail: str) -> None:
+    result = check_lease(found, "ns/lease", NOW)
+    assert (result.level, result.detail) == (level, detail)
+
+
+def store(name: str, generation: int, condition: dict[str, Any] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"metadata": {"namespace": "ns", "name": name,
+                                         "generation": generation}}  # fmt: skip
+    if condition is not None:
+        body["status"] = {"conditions": [{"type": "Ready", "status": "True"}, condition]}
+    return body
+
+
+def validated(status: str = "True", observed: int | None = 1) -> dict[str, Any]:
+    condition: dict[str, Any] = {"type": "Validated", "status": status}
+    if observed is not None:
+        condition["observedGeneration"] = observed
+    return condition
+
+
+@pytest.mark.parametrize(
+    ("stores", "level", "detail"),
+    [
+        ([store("a", 1, validated()), store("b", 3, validated(observed=3))], Level.OK,
+         "2 FeedbackStores in all namespaces, every Validated current"),
+        ([], Level.OK, "0 FeedbackStores in all namespaces, every Validated current"),
+        ([store("a", 1, None), store("b", 2, validated()), store("c", 1, validated(observed=None))],
+         Level.FAIL,
+         "3 FeedbackStores in all namespaces: 1 without Validated (ns/a); "
+         "2 stale: observedGeneration < generation (ns/b, ns/c)"),
+        ([store("a", 1, validated("False"))], Level.WARN,
+         "1 FeedbackStores in all namespaces, all current; 1 Validated=False (ns/a)"),
+        ([store(f"s{n}", 1, None) for n in range(7)], Level.FAIL,
+         "7 FeedbackStores in all namespaces: 7 without Validated "
+         "(ns/s0, ns/s1, ns/s2, ns/s3, ns/s4, and 2 more)"),
+    ],
+    ids=["all current", "none at all", "missing and stale", "current but invalid warns",
+         "many are counted, a few named"],
+)  # fmt: skip
+def test_store_conditions(stores: list[dict[str, Any]], level: Level, detail: str) -> None:
+    result = check_stores(stores, "in all namespaces")
+    assert (result.level, result.detail) == (level, detail)
+
+
+def test_store_conditions_unreadable_or_not_listed() -> None:
+    assert check_stores(FORBIDDEN, "x").level is Level.FAIL
+    assert check_stores(None, "x").level is Level.SKIP
+
+
+# -- the dry-run probe -------------------------------------------------------------------
+
+WEBHOOK_WARNING = expected_warnings()[0]
+
+
+def test_the_probe_is_a_valid_monitor_store_whose_warning_comes_from_the_rules() -> None:
+    body = probe_store("ns")
+    assert body["spec"]["mode"] == "Monitor"
+    assert WEBHOOK_WARNING.startswith("spec.mode: Monitor accepts undeclared score names")
+
+
+@pytest.mark.parametrize(
+    ("outcome", "selected", "level", "detail", "fix_starts"),
+    [
+        (ProbeOutcome(201, (WEBHOOK_WARNING,)), True, Level.OK,
+         "dry-run create in namespace p: kube-apiserver called the webhook, which warned as "
+         "expected", ""),
+        (ProbeOutcome(201, ("something else",)), False, Level.FAIL,
+         "dry-run create in namespace p was admitted without the webhook's warning: it was not "
+         "called", "the namespaceSelector does not match namespace p"),
+        (ProbeOutcome(201), True, Level.FAIL,
+         "dry-run create in namespace p was admitted without the webhook's warning: it was not "
+         "called", "with failurePolicy Ignore a failed call is silent"),
+        (ProbeOutcome(500, (), 'Internal error occurred: failed calling webhook "v": dial tcp: '
+                               'connect: connection refused'), True, Level.FAIL,
+         'dry-run create in namespace p: Internal error occurred: failed calling webhook "v": '
+         "dial tcp: connect: connection refused", "kube-apiserver's own words"),
+        (ProbeOutcome(404, (), 'namespaces "p" not found'), None, Level.FAIL,
+         'dry-run create in namespace p: namespaces "p" not found', "pass --probe-namespace"),
+        (ProbeOutcome(403, (), "forbidden"), None, Level.FAIL,
+         "dry-run create in namespace p: HTTP 403: forbidden", "check kube-apiserver"),
+        (ProbeOutcome(None, (), "ReadTimeoutError"), None, Level.FAIL,
+         "dry-run create in namespace p: no answer from kube-apiserver: ReadTimeoutError",
+         "check kube-apiserver"),
+    ],
+    ids=["the webhook's warning came back", "not called: selector does not match",
+         "not called: maybe failing open", "the call failed", "no such namespace",
+         "forbidden", "no answer"],
+)  # fmt: skip
+def test_the_dry_run_probe(outcome: ProbeOutcome, selected: bool | None, level: Level,
+                           detail: str, fix_starts: str) -> None:  # fmt: skip
+    result = check_probe(outcome, "p", selected)
+    assert (result.level, result.detail) == (level, detail)
+    assert result.fix.startswith(fix_starts)
+
+
+def test_no_probe_without_the_api() -> None:
+    assert check_probe(None, "p", None).level is Level.SKIP
+
+
+class Headers:
+    def __init__(self, *values: str) -> None:
+        self.values = list(values)
+
+    def getlist(self, name: str) -> list[str]:
+        assert name == "Warning"
+        return self.values
+
+
+def test_warning_headers_are_unquoted_as_kube_apiserver_quotes_them() -> None:
+    headers = Headers('299 - "spec.mode: Monitor \\"accepts\\" names"', '299 - "a, b", 299 - "c"')
+    assert _warnings(headers) == ('spec.mode: Monitor "accepts" names', "a, b", "c")
+    assert _warnings(None) == ()
+
+
+# -- results, rendering, the whole run ---------------------------------------------------
+
+
+def test_warnings_and_skips_alone_are_healthy() -> None:
+    assert healthy([ok("a", ""), warn("b", "", ""), skip("c", "")])
+    assert not healthy([ok("a", ""), fail("b", "", "")])
+
+
+def test_combine_keeps_the_worst_and_its_fix() -> None:
+    combined = combine("x", [("one", ok("x", "fine")), ("two", fail("x", "bad", "do this"))])
+    assert (combined.level, combined.detail, combined.fix) == (
+        Level.FAIL, "one: fine; two: bad", "do this"
+    )  # fmt: skip
+
+
+def test_text_puts_the_fix_under_a_failure_and_ends_with_a_summary() -> None:
+    text = as_text([ok("crd", "fine"), fail("lease", "gone", "start it"), skip("x", "y")])
+    assert text.splitlines() == [
+        "ok    crd                      fine",
+        "FAIL  lease                    gone",
+        "                               fix: start it",
+        "skip  x                        not checked: y",
+        "3 checks: 1 ok, 0 warnings, 1 failed, 1 skipped — something is wrong",
+    ]
+
+
+def test_json_lists_every_check() -> None:
+    assert as_json([warn("a", "soon", "renew")]) == {
+        "healthy": True,
+        "summary": {"ok": 0, "warn": 1, "fail": 0, "skip": 0},
+        "checks": [{"name": "a", "status": "warn", "detail": "soon", "fix": "renew"}],
+    }
+
+
+def test_a_url_registration_checks_the_service_it_was_told_about() -> None:
+    by_url = configuration(clientConfig={"url": "https://127.0.0.1:9443/validate"})
+    assert service_ref(by_url, TARGET) == (
+        "feedbackstore-system", "feedbackstore-webhook", "the registration calls a url:, not it"
+    )  # fmt: skip
+    moved = configuration(clientConfig={"service": {"namespace": "x", "name": "y"}})
+    assert service_ref(moved, TARGET) == ("x", "y", "")
+    assert service_ref(None, TARGET) == ("feedbackstore-system", "feedbackstore-webhook", "")
+
+
+def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
+    found = configuration()
+    found["webhooks"][0]["clientConfig"]["caBundle"] = base64.b64encode(
+        service_bundle.ca_cert
+    ).decode()
+    snapshot = Snapshot(
+        crd=crd(),
+        configuration=found,
+        secret=secret_of(service_bundle),
+        service={},
+        endpoint_slices=[endpoint_slice(True)],
+        lease=lease(),
+        stores=[store("a", 1, validated())],
+        probe=ProbeOutcome(201, (WEBHOOK_WARNING,)),
+    )
+    results = run_checks(snapshot, TARGET, NOW)
+    assert [(r.name, r.level) for r in results] == [
+        (name, Level.OK)
+        for name in ("crd", "webhook-configuration", "failurePolicy", "sideEffects",
+                     "timeoutSeconds", "admissionReviewVersions", "namespaceSelector",
+                     "ca-bundle", "certificate-names", "certificate-expiry", "service-endpoints",
+                     "webhook-answers", "status-writer-lease", "store-conditions")
+    ]  # fmt: skip

@@ -18,7 +18,12 @@ without a cluster:
    error: required, enum, too long, too many, wrong type
    (`registry/customresource/strategy.go`, `hasBlockingErr`). Each rule runs
    with `self` bound to the value at its node, with `cel-python`, which counts
-   string sizes in code points as Kubernetes' CEL does.
+   string sizes in code points as Kubernetes' CEL does. A failed rule is
+   reported as `schema/cel/validation.go` does: at its node plus `fieldPath`,
+   with `messageExpression` evaluated (the static `message` if it fails) and
+   `reason` choosing the field error (`fieldErrorForReason`); the Kubernetes
+   library functions the rules use (`indexOf`, `lastIndexOf`, `replace`)
+   are supplied here, as cel-python lacks them.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ class Outcome:
     schema_errors: tuple[tuple[str, str, str], ...] = ()
     cel_failures: tuple[tuple[str, str], ...] = ()
     cel_ran: bool = False
+    # (field, reason, message) of each failed rule, as kube-apiserver's Status causes read.
+    cel_causes: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def accepted(self) -> bool:
@@ -64,7 +71,7 @@ class CrdServer:
     """One CRD version's schema, ready to admit objects the way kube-apiserver would."""
 
     schema: Schema
-    _programs: dict[str, list[tuple[Any, str]]] = field(default_factory=dict, init=False)
+    _programs: dict[str, list[_CompiledRule]] = field(default_factory=dict, init=False)
 
     @classmethod
     def from_crd(cls, crd: dict[str, Any]) -> CrdServer:
@@ -82,13 +89,19 @@ class CrdServer:
             sys.setrecursionlimit(limit)
         for path, node in schema_nodes(self.schema):
             compiled = [
-                (env.program(env.compile(rule["rule"])), rule["message"])
+                _CompiledRule(
+                    env.program(env.compile(rule["rule"]), functions=KUBERNETES_CEL_FUNCTIONS),
+                    rule,
+                    _program(env, rule.get("messageExpression")),
+                )
                 for rule in node.get("x-kubernetes-validations", ())
             ]
             if compiled:
                 self._programs[path] = compiled
 
-    def admit(self, obj: Any) -> Outcome:
+    def admit(self, obj: Any, *, messages: bool = False) -> Outcome:
+        """The answer to creating `obj`; `messages` also evaluates each failed rule's
+        messageExpression (slow in cel-python: seconds for a 64-item list)."""
         stored = copy.deepcopy(obj)
         prune_nulls(stored, self.schema)
         apply_defaults(stored, self.schema)
@@ -98,20 +111,95 @@ class CrdServer:
         )
         if any(validator in BLOCKING for _, validator, _ in errors):
             return Outcome(stored, errors)
-        return Outcome(stored, errors, tuple(self._run_cel(stored)), cel_ran=True)
+        causes = tuple(self._run_cel(stored, messages))
+        failures = tuple((field, message) for field, message, _ in causes)
+        return Outcome(
+            stored,
+            errors,
+            failures,
+            cel_ran=True,
+            cel_causes=tuple(cause for _, _, cause in causes),
+        )
 
-    def _run_cel(self, stored: Any) -> Iterator[tuple[str, str]]:
+    def _run_cel(
+        self, stored: Any, messages: bool
+    ) -> Iterator[tuple[str, str, tuple[str, str, str]]]:
+        """(field, static message, kube-apiserver's cause) for each failed rule."""
         for path, programs in self._programs.items():
             value = _lookup(stored, path)
             if value is _MISSING:
                 continue
             activation = {"self": celpy.json_to_cel(value)}
-            for program, message in programs:
-                result = program.evaluate(activation)
+            for compiled in programs:
+                result = compiled.program.evaluate(activation)
                 if isinstance(result, celpy.CELEvalError):
-                    yield path, f"error evaluating rule: {result}"
+                    error = f"error evaluating rule: {result}"
+                    yield path, error, (_spec_path(path), "FieldValueInvalid", error)
                 elif not bool(result):
-                    yield path, message
+                    yield compiled.failure(path, activation if messages else None)
+
+
+def _index_of(items: Any, value: Any) -> Any:
+    return celpy.celtypes.IntType(list(items).index(value) if value in items else -1)
+
+
+def _last_index_of(items: Any, value: Any) -> Any:
+    found = [index for index, item in enumerate(items) if item == value]
+    return celpy.celtypes.IntType(found[-1] if found else -1)
+
+
+def _replace(text: Any, old: Any, new: Any) -> Any:
+    return celpy.celtypes.StringType(str(text).replace(str(old), str(new)))
+
+
+# Kubernetes' CEL library functions the rules call (k8s.io/apiserver/pkg/cel/library,
+# cel-go's strings extension); cel-python calls a member function with the target first.
+KUBERNETES_CEL_FUNCTIONS = {
+    "indexOf": _index_of,
+    "lastIndexOf": _last_index_of,
+    "replace": _replace,
+}
+
+# fieldErrorForReason: the field error each `reason` makes, as kubectl shows its body.
+_REASON_BODIES = {
+    "FieldValueRequired": "Required value: {detail}",
+    "FieldValueForbidden": "Forbidden: {detail}",
+    "FieldValueDuplicate": "Duplicate value",
+    "FieldValueInvalid": "Invalid value: {detail}",
+}
+
+
+def _program(env: Any, source: str | None) -> Any:
+    if not source:
+        return None
+    return env.program(env.compile(source), functions=KUBERNETES_CEL_FUNCTIONS)
+
+
+def _spec_path(path: str) -> str:
+    return path if path else "<nil>"
+
+
+@dataclass(frozen=True)
+class _CompiledRule:
+    """One rule with its optional messageExpression, compiled."""
+
+    program: Any
+    rule: dict[str, Any]
+    message_program: Any
+
+    def failure(
+        self, path: str, activation: dict[str, Any] | None
+    ) -> tuple[str, str, tuple[str, str, str]]:
+        field_path = ".".join(filter(None, [path, self.rule.get("fieldPath", "").lstrip(".")]))
+        detail = self.rule["message"]
+        if self.message_program is not None and activation is not None:
+            evaluated = self.message_program.evaluate(activation)
+            text = "" if isinstance(evaluated, celpy.CELEvalError) else str(evaluated).strip()
+            if text and "\n" not in text:
+                detail = text
+        reason = self.rule.get("reason", "FieldValueInvalid")
+        body = _REASON_BODIES[reason].format(detail=detail)
+        return field_path, self.rule["message"], (field_path, reason, body)
 
 
 def strict_validation_schema(node: Schema) -> Schema:

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from tests.crd_apiserver import CrdServer, Outcome
 from webhook.manifests import crd_manifest
-from webhook.manifests.cel_rules import SPEC_RULES, CelRule
+from webhook.manifests.cel_rules import MIN_KUBERNETES, SPEC_RULES, CelRule
 from webhook.rules import limits, validate_feedbackstore
+from webhook.rules.field_errors import quote
 
 SERVER = CrdServer.from_crd(crd_manifest())
 NO_SOURCE = limits.MSG_NO_SOURCE
@@ -30,12 +31,12 @@ DUP_ACROSS = limits.MSG_DUP_ACROSS
 DUP_EXTERNAL = limits.MSG_DUP_EXTERNAL
 DUP_CHANNEL = limits.MSG_DUP_CHANNEL
 PLATFORM_MESSAGES = (NO_SOURCE, DUP_HUMAN, DUP_ACROSS, DUP_EXTERNAL, DUP_CHANNEL)
-# Where kube-apiserver reports each rule: the node it is attached to.
+# Where kube-apiserver reports each rule: the node it is attached to, plus its fieldPath.
 RULE_PATHS = {
     NO_SOURCE: "spec",
     DUP_HUMAN: "spec.human.scores",
-    DUP_ACROSS: "spec",
-    DUP_EXTERNAL: "spec",
+    DUP_ACROSS: "spec.external",
+    DUP_EXTERNAL: "spec.external",
     DUP_CHANNEL: "spec.external",
 }
 # celconfig.PerCallLimit: kube-apiserver refuses a CRD whose rule may cost more.
@@ -182,6 +183,53 @@ def test_each_cel_failure_sits_on_a_path_above_the_verdicts_field(
         assert all(field == path or field.startswith((f"{path}.", f"{path}[")) for field in fields)
 
 
+_DECLARED = re.compile(r': "((?:[^"\\]|\\.)*)" is declared at (\S+) and again at (\S+)$')
+_FIRST_AT = re.compile(r"\(first declared at (\S+)\)$")
+
+
+def assert_messages_name_what_the_verdict_names(spec: Any) -> None:
+    """Each CEL message holds its platform text, a quoted value and two fields, and the
+    verdict reports that value under that text at (or first declared at) both fields."""
+    outcome = SERVER.admit(store(spec), messages=True)
+    problems = validate_feedbackstore(store(spec)).problems
+    for field, reason, message in outcome.cel_causes:
+        (platform,) = [text for text in PLATFORM_MESSAGES if f" {text}" in message]
+        if platform == NO_SOURCE:
+            assert (field, reason, message) == (
+                "spec",
+                "FieldValueRequired",
+                f"Required value: {NO_SOURCE}",
+            )
+            continue
+        assert (field, reason) == (RULE_PATHS[platform], "FieldValueInvalid")
+        assert message.startswith(f"Invalid value: {platform}: "), message
+        found = _DECLARED.search(message)
+        assert found, message
+        value, first, again = found.groups()
+        named: set[str] = set()
+        for problem in problems:
+            if problem.detail.startswith(platform) and quote(problem.bad_value) == f'"{value}"':
+                first_at = _FIRST_AT.search(problem.detail)
+                named |= {problem.field, first_at.group(1) if first_at else problem.field}
+        assert {first, again} <= named, (message, [str(p) for p in problems])
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [pytest.param(spec, id=name) for name, spec, expected in CROSS_FIELD_CASES if expected],
+)
+def test_each_cel_message_names_the_value_and_fields_the_verdict_names(spec: Any) -> None:
+    assert_messages_name_what_the_verdict_names(spec)
+
+
+def test_a_cel_message_quotes_a_name_as_the_verdict_does() -> None:
+    tricky = 'say "hi"\\there\n\t\r'
+    outcome = SERVER.admit(store({"human": human(tricky, tricky)}), messages=True)
+    ((_, _, message),) = outcome.cel_causes
+    assert f": {quote(tricky)} is declared at spec.human.scores[0].name" in message
+    assert_messages_name_what_the_verdict_names({"human": human(tricky, tricky)})
+
+
 NAMES = st.sampled_from(["a", "b", "c", "é"])
 
 
@@ -202,6 +250,12 @@ def cross_field_specs(draw: st.DrawFn) -> dict[str, Any]:
 @given(cross_field_specs())
 def test_for_any_mix_of_sources_and_names_cel_and_the_verdict_agree(spec: dict[str, Any]) -> None:
     assert admitted(spec).cel_messages == verdict_messages(store(spec))
+
+
+@settings(max_examples=40, deadline=None)
+@given(cross_field_specs())
+def test_for_any_mix_cel_messages_name_what_the_verdict_names(spec: dict[str, Any]) -> None:
+    assert_messages_name_what_the_verdict_names(spec)
 
 
 def test_the_largest_valid_store_passes_every_rule() -> None:
@@ -225,9 +279,9 @@ def test_the_largest_valid_store_passes_every_rule() -> None:
 
 # ---------------------------------------------------------------- cost bounds
 
-_COMPREHENSION = re.compile(r"([A-Za-z_][\w.]*)\.(all|exists_one|exists)\((\w+),")
+_COMPREHENSION = re.compile(r"([A-Za-z_][\w.]*)\.(all|exists_one|exists|map|filter)\((\w+),")
 _CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*)((?:\.\w+)+)")
-_MACROS = {"all", "exists", "exists_one"}
+_MACROS = {"all", "exists", "exists_one", "map", "filter", "indexOf", "lastIndexOf", "replace"}
 
 
 def _spec_schema() -> dict[str, Any]:
@@ -248,33 +302,33 @@ def _join(base: str, members: str) -> str:
     return ".".join(filter(None, [base, *names])).replace(".[]", "[]")
 
 
-def _bindings(rule: CelRule) -> dict[str, str]:
+def _bindings(rule: CelRule, text: str | None = None) -> dict[str, str]:
     bindings = {"self": rule.at}
-    for match in _COMPREHENSION.finditer(rule.rule):
+    for match in _COMPREHENSION.finditer(rule.rule if text is None else text):
         head, _, members = match.group(1).partition(".")
         bindings[match.group(3)] = _join(bindings[head], members) + "[]"
     return bindings
 
 
-def _paths_read(rule: CelRule) -> set[str]:
-    bindings = _bindings(rule)
+def _paths_read(rule: CelRule, text: str | None = None) -> set[str]:
+    source = rule.rule if text is None else text
+    bindings = _bindings(rule, source)
     paths = set()
-    for match in _CHAIN.finditer(rule.rule):
+    for match in _CHAIN.finditer(source):
         if match.group(1) in bindings:
             paths.add(_join(bindings[match.group(1)], match.group(2)))
     return paths
 
 
 @pytest.mark.parametrize("rule", [pytest.param(r, id=r.message) for r in SPEC_RULES])
-def test_every_list_and_string_a_rule_reads_is_bounded(rule: CelRule) -> None:
-    paths = _paths_read(rule)
-    assert paths, rule.rule
-    for path in paths:
-        node = _node(path)
-        if node["type"] == "array":
-            assert "maxItems" in node, f"{path} is unbounded: the cost estimator would refuse it"
-        if node["type"] == "string":
-            assert "maxLength" in node, f"{path} is unbounded: the cost estimator would refuse it"
+def test_every_list_and_string_a_rule_or_its_message_reads_is_bounded(rule: CelRule) -> None:
+    for text in filter(None, (rule.rule, rule.message_expression)):
+        paths = _paths_read(rule, text)
+        assert paths, text
+        for path in paths:
+            node = _node(path)
+            bound = {"array": "maxItems", "string": "maxLength"}.get(node["type"])
+            assert bound is None or bound in node, f"{path} is unbounded: the estimator refuses it"
 
 
 def _estimated_cost(rule: CelRule) -> int:
@@ -328,9 +382,21 @@ def test_the_crd_carries_every_rule_at_its_node_with_its_platform_message() -> N
     assert {rule.message for rule in SPEC_RULES} == set(PLATFORM_MESSAGES)
 
 
-def test_rules_use_only_fields_every_supported_kubernetes_accepts() -> None:
+def test_rules_use_only_fields_the_crd_api_has_since_min_kubernetes() -> None:
+    assert MIN_KUBERNETES == (1, 28)  # reason and fieldPath; messageExpression is 1.27
     for rule in SPEC_RULES:
-        assert set(rule.validation()) == {"rule", "message"}
+        assert set(rule.validation()) <= {
+            "rule",
+            "message",
+            "messageExpression",
+            "fieldPath",
+            "reason",
+        }
+
+
+@pytest.mark.parametrize("rule", [pytest.param(r, id=r.message) for r in SPEC_RULES])
+def test_every_rule_is_reported_where_the_harness_reports_it(rule: CelRule) -> None:
+    assert rule.reported_at == RULE_PATHS[rule.message]
 
 
 def test_building_the_cel_harness_leaves_the_recursion_limit_alone() -> None:

@@ -21,8 +21,11 @@ import yaml
 from kubernetes_validate.utils import SchemaNotFoundError, all_versions
 
 from tests.manifest_render import MANIFESTS, NAMESPACE, find, kinds, kustomize
+from webhook.manifests.cel_rules import MIN_KUBERNETES
 
-VERSIONS = (all_versions()[0], all_versions()[-1])
+# The oldest minor with every CEL rule field the CRD uses (cel_rules.py), and the newest.
+OLDEST = "{}.{}.0".format(*MIN_KUBERNETES)
+VERSIONS = (OLDEST, all_versions()[-1])
 CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
 BASE_OBJECTS = [
     ("ClusterRole", "feedbackstore-status-writer"),
@@ -169,15 +172,15 @@ def test_the_validator_is_strict_enough_to_catch_a_typo(
         kubernetes_validate.validate(doc, version, strict=True)
 
 
-def test_the_crd_avoids_rule_fields_the_oldest_kubernetes_lacks(
+def test_the_crd_needs_the_rule_fields_of_its_oldest_kubernetes(
     base: list[dict[str, Any]],
 ) -> None:
-    """fieldPath/reason (1.28+) would make the CRD invalid for the oldest supported minor."""
-    doc = copy.deepcopy(find(base, "CustomResourceDefinition", "feedbackstores.agents.ctxmesh.ai"))
-    spec = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    spec["x-kubernetes-validations"][0]["fieldPath"] = ".human"
-    with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(doc, VERSIONS[0], strict=True)
+    """reason/fieldPath (1.28+) make the CRD invalid for the minor before MIN_KUBERNETES."""
+    assert OLDEST in all_versions()
+    doc = find(base, "CustomResourceDefinition", "feedbackstores.agents.ctxmesh.ai")
+    major, minor = MIN_KUBERNETES
+    with pytest.raises(kubernetes_validate.ValidationError, match=r"reason|fieldPath"):
+        kubernetes_validate.validate(doc, f"{major}.{minor - 1}.0", strict=True)
 
 
 def test_every_yaml_file_under_manifests_is_reachable_from_a_kustomization() -> None:

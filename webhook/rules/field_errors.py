@@ -80,11 +80,22 @@ def format_value(value: object) -> str:
     return json_type_name(value)
 
 
+# What `quote` escapes, in order; the CRD's CEL messages quote values with the
+# same table (webhook/manifests/cel_rules.py), so both render a name alike.
+GO_ESCAPES: tuple[tuple[str, str], ...] = (
+    ("\\", "\\\\"),
+    ('"', '\\"'),
+    ("\n", "\\n"),
+    ("\t", "\\t"),
+    ("\r", "\\r"),
+)
+
+
 def quote(text: str) -> str:
     """Go-style double-quoted string (what %q prints for printable text)."""
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    escaped = escaped.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
-    return f'"{escaped}"'
+    for raw, escaped in GO_ESCAPES:
+        text = text.replace(raw, escaped)
+    return f'"{text}"'
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import os
 import pathlib
 import re
 import shlex
 import ssl
+import sys
 import threading
 import time
 import urllib.request
@@ -32,6 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.kube.cluster import REPO, WebhookServer, registered, registration, serving_files
@@ -55,6 +58,19 @@ UNKNOWN_FIELDS = "# a typo: kube-apiserver decodes before any rule or webhook ru
 TODAY_FAILING = "# the webhook registered (failurePolicy: Fail, timeoutSeconds: 5) but not running"
 SHIPPED = "# the CRD from manifests/crd/ (CEL rules), this webhook registered"
 BLOCKS = (TODAY, TODAY_LEGACY, UNKNOWN_FIELDS, TODAY_FAILING, SHIPPED)
+
+# What `kubectl edit` puts at the top of every buffer.
+EDIT_HEADER = (
+    "# Please edit the object below. Lines beginning with a '#' will be ignored,\n"
+    "# and an empty file will abort the edit. If an error occurs while saving this file will be\n"
+    "# reopened with the relevant failures.\n"
+    "#\n"
+)
+EDIT_CANCELLED = (
+    'error: feedbackstores.agents.ctxmesh.ai "support-feedback" is invalid\n'
+    'A copy of your changes has been stored to "kubectl-edit-N.yaml"\n'
+    "error: Edit cancelled, no valid changes were saved.\n"
+)
 
 # The repository's examples, as the README's commands name them.
 ACROSS = "examples/invalid/duplicate-across-sources.yaml"
@@ -145,6 +161,36 @@ class User:
         loaded: dict[str, Any] = yaml.safe_load((self.workdir / path).read_text())
         return loaded
 
+    def editor(self, spec: dict[str, Any]) -> pathlib.Path:
+        """An $EDITOR for `kubectl edit`: sets `spec`, and keeps every buffer it is shown.
+
+        It writes the same text on every round, so when kubectl reopens the
+        buffer with the server's errors, the second save is unchanged and
+        kubectl gives up, as it does for a user who saves without fixing.
+        """
+        script = self.workdir / "editor.py"
+        script.write_text(
+            f"#!{sys.executable}\n"
+            "import json, pathlib, sys, yaml\n"
+            "buffer = pathlib.Path(sys.argv[-1])\n"
+            f"with open({str(self.workdir / 'buffers.jsonl')!r}, 'a') as seen:\n"
+            "    seen.write(json.dumps(buffer.read_text()) + '\\n')\n"
+            "document = yaml.safe_load(buffer.read_text())\n"
+            f"document['spec'] = json.loads({json.dumps(spec)!r})\n"
+            "buffer.write_text(yaml.safe_dump(document))\n"
+        )
+        script.chmod(0o700)
+        return script
+
+    def edit(self, target: str, spec: dict[str, Any],
+             monkeypatch: pytest.MonkeyPatch) -> tuple[Step, list[str]]:  # fmt: skip
+        """`kubectl edit TARGET` setting `spec`: the step, and each buffer the editor was shown."""
+        monkeypatch.setenv("EDITOR", str(self.editor(spec)))
+        monkeypatch.setenv("TMPDIR", str(self.workdir))  # kubectl's copy of a failed edit
+        step = self.run(f"kubectl edit {target}")
+        lines = (self.workdir / "buffers.jsonl").read_text().splitlines()
+        return step, [self.normalise(json.loads(line)) for line in lines]
+
     def run(self, command: str, stdin: dict[str, Any] | None = None, *,
             timeout: float = 60.0) -> Step:  # fmt: skip
         """Run `command` (a `kubectl …` line as the README shows it) and normalise its output."""
@@ -166,6 +212,7 @@ class User:
 
     def normalise(self, text: str) -> str:
         text = text.replace(f"{self.workdir}/", "").replace(self.namespace, SHOWN_NAMESPACE)
+        text = re.sub(r"kubectl-edit-\d+\.yaml", "kubectl-edit-N.yaml", text)
         for port in self.ports:
             text = text.replace(f"127.0.0.1:{port}", f"127.0.0.1:{SHOWN_PORT}")
         return text

@@ -35,6 +35,8 @@ from tests.kube.kubectl_support import (
     ACROSS,
     BLOCKS,
     CHANNEL,
+    EDIT_CANCELLED,
+    EDIT_HEADER,
     ENUMS,
     MINIMAL,
     TODAY,
@@ -166,7 +168,7 @@ def test_api_clients_read_the_denial_with_kube_apiservers_prefix(
         api.create_namespaced_custom_object(
             GROUP, VERSION, user.namespace, PLURAL, user.document(ACROSS)
         )
-    status = json.loads(refused.value.body)
+    status = json.loads(str(refused.value.body))
     assert (status["code"], status["reason"]) == (422, "Invalid")
     assert status["message"] == (
         'admission webhook "validate.feedbackstores.agents.ctxmesh.ai" denied the request: '
@@ -229,6 +231,23 @@ def test_a_generate_name_create_reaches_the_webhook_with_the_generated_name(user
                              step.stderr)  # fmt: skip
     assert generated, step.stderr
     assert generated.group(2) + "\n" == ACROSS_DENIED.split(" is invalid: ", 1)[1]
+
+
+@pytest.mark.usefixtures("webhook")
+def test_kubectl_edit_reopens_the_buffer_with_one_comment_line_per_field(
+    user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user.run(f"kubectl apply -f {MINIMAL}")
+    twice = {"mode": "Enforce", "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
+    step, (first, second) = user.edit("fs support-feedback", twice, monkeypatch)
+    assert step.printed == failed(EDIT_CANCELLED), "saved unchanged after the errors: cancelled"
+    assert first.startswith(EDIT_HEADER + "apiVersion: ")
+    assert second.startswith(
+        EDIT_HEADER + '# feedbackstores.agents.ctxmesh.ai "support-feedback" was not valid:\n'
+        '# * spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique'
+        " (first declared at spec.human.scores[0].name)\n"
+        "#\napiVersion: "
+    )
 
 
 @pytest.mark.usefixtures("webhook")
@@ -391,8 +410,8 @@ def test_a_v1beta1_only_registration_gets_the_same_answers(
     control_plane: ControlPlane, server: WebhookServer, user: User
 ) -> None:
     """kube-apiserver sends v1beta1 and refuses any answer not in kind, so passing proves both."""
-    v1beta1_only = {"admissionReviewVersions": ["v1beta1"]}
-    with register(control_plane, server.url, server.ca_pem, user.namespace, **v1beta1_only):
+    url, ca = server.url, server.ca_pem
+    with register(control_plane, url, ca, user.namespace, admissionReviewVersions=["v1beta1"]):
         denied = user.run(f"kubectl create -f {ACROSS}")
         created = user.run(f"kubectl create -f {MINIMAL}")
         monitor = user.run(SET_MODE % "Monitor")

@@ -27,6 +27,8 @@ from tests.kube.controlplane import ControlPlane
 from tests.kube.kubectl_support import (
     ACROSS,
     CHANNEL,
+    EDIT_CANCELLED,
+    EDIT_HEADER,
     ENUMS,
     MINIMAL,
     SHIPPED,
@@ -146,6 +148,23 @@ def test_every_way_of_creating_prints_the_crds_message(
     before = reviews_answered(server)
     assert user.run(command).printed == failed(ACROSS_REFUSED)
     assert reviews_answered(server) == before
+
+
+@pytest.mark.usefixtures("webhook")
+def test_kubectl_edit_reopens_the_buffer_with_one_comment_line_per_field(
+    user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user.run(f"kubectl apply -f {MINIMAL}")
+    twice = {"mode": "Enforce", "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
+    step, (first, second) = user.edit("fs support-feedback", twice, monkeypatch)
+    assert step.printed == failed(EDIT_CANCELLED), "saved unchanged after the errors: cancelled"
+    assert first.startswith(EDIT_HEADER + "apiVersion: ")
+    assert second.startswith(
+        EDIT_HEADER + '# feedbackstores.agents.ctxmesh.ai "support-feedback" was not valid:\n'
+        '# * spec.human.scores: Invalid value: human score names must be unique: "thumbs" is'
+        " declared at spec.human.scores[0].name and again at spec.human.scores[1].name\n"
+        "#\napiVersion: "
+    )
 
 
 @pytest.mark.usefixtures("webhook")

@@ -154,22 +154,26 @@ class LeaderElector:
     def run(self) -> None:
         """Thread target: campaign, then renew, until `stop()`; release on the way out."""
         while not self._stop.is_set():
-            # Timed from before the request: the server may record the renewal as late as
-            # the answer, so counting from the answer would overstate how fresh it is.
-            attempted = self._clock()
-            try:
-                held = self._try_acquire_or_renew()
-            except Exception as error:  # an unreachable server is a failed renewal
-                held = False
-                log.warning(
-                    "lease request failed",
-                    extra={"status": status_code(error), "error": f"{type(error).__name__}"},
-                )
-            self._settle(held, attempted)
+            self.step()
             self._stop.wait(self._settings.retry_period)
         if self._leading:
             self._step_down("shutting down")
             self.release()
+
+    def step(self) -> None:
+        """One round: acquire or renew the Lease, and settle whether we lead."""
+        # Timed from before the request: the server may record the renewal as late as
+        # the answer, so counting from the answer would overstate how fresh it is.
+        attempted = self._clock()
+        try:
+            held = self._try_acquire_or_renew()
+        except Exception as error:  # an unreachable server is a failed renewal
+            held = False
+            log.warning(
+                "lease request failed",
+                extra={"status": status_code(error), "error": f"{type(error).__name__}"},
+            )
+        self._settle(held, attempted)
 
     def stop(self) -> None:
         self._stop.set()
@@ -191,7 +195,20 @@ class LeaderElector:
         return True
 
     def _settle(self, held: bool, attempted: float) -> None:
-        if held:
+        """Lead while renewals are recent; a lapse is a step down, even if this one succeeded.
+
+        Past the renew deadline `is_leader()` has been False, and every object reconciled
+        meanwhile was skipped as by a standby. A renewal that succeeds only after that (a
+        paused process, a request that hung) must therefore start leading afresh, with
+        `on_started_leading`'s resync, not carry on as if nothing had been skipped. A
+        renewal whose request alone outlasted the deadline is too old to lead on; the
+        next round renews again.
+        """
+        now = self._clock()
+        deadline = self._settings.renew_deadline
+        if self._leading and now - self._renewed_at >= deadline:
+            self._step_down("renewal deadline passed")
+        if held and now - attempted < deadline:
             self._renewed_at = attempted
             if not self._leading:
                 self._leading = True
@@ -199,8 +216,6 @@ class LeaderElector:
                 self._metrics.lease_transitions.labels("leader").inc()
                 log.info("started leading", extra={"identity": self.identity})
                 self._on_started()
-        elif self._leading and self._clock() - self._renewed_at >= self._settings.renew_deadline:
-            self._step_down("renewal deadline passed")
 
     def _step_down(self, why: str) -> None:
         self._leading = False

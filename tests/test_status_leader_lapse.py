@@ -1,0 +1,115 @@
+"""A leader whose renewals lapsed (a paused process, a hung request) leads afresh when it renews.
+
+Found against the real kube-apiserver (tests/kube/test_status_writer_real.py pauses the
+writer with SIGSTOP): past the renew deadline `is_leader()` is False, so every object
+reconciled meanwhile is skipped as by a standby and dropped. If the next renewal simply
+succeeded, nothing would queue those objects again until the periodic resync (300 s by
+default). Driven here round by round on a fake clock and an in-memory Lease.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.status.leader import ElectionSettings, LeaderElector
+from webhook.status.metrics import WriterMetrics
+
+RETRY = 0.25
+DEADLINE = 2.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class MemoryLease:
+    """The three calls `LeaseApi` offers, on one in-memory Lease; a request may take time."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.lease: dict[str, Any] | None = None
+        self.request_seconds = 0.0
+
+    def get(self) -> dict[str, Any] | None:
+        self.clock.now += self.request_seconds
+        return self.lease
+
+    def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+        self.lease = {"metadata": {"resourceVersion": "1"}, "spec": spec}
+        return self.lease
+
+    def replace(self, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
+        assert self.lease is not None
+        assert resource_version == self.lease["metadata"]["resourceVersion"]
+        self.lease = {"metadata": {"resourceVersion": str(int(resource_version) + 1)}, "spec": spec}
+        return self.lease
+
+
+def elector(clock: Clock, api: MemoryLease, starts: list[float]) -> LeaderElector:
+    return LeaderElector(
+        api,  # type: ignore[arg-type]  # the same three methods as LeaseApi
+        ElectionSettings("me_1", lease_duration=3, renew_deadline=DEADLINE, retry_period=RETRY),
+        WriterMetrics(),
+        on_started_leading=lambda: starts.append(clock.now),
+        clock=clock,
+    )
+
+
+def transitions(candidate: LeaderElector, to: str) -> float:
+    value = candidate._metrics.registry.get_sample_value(
+        "feedbackstore_status_leader_transitions_total", {"to": to}
+    )
+    return value or 0.0
+
+
+def test_a_renewal_after_a_pause_longer_than_the_deadline_starts_leading_again() -> None:
+    clock, starts = Clock(), []
+    api = MemoryLease(clock)
+    candidate = elector(clock, api, starts)
+    candidate.step()
+    assert candidate.is_leader()
+    clock.now += RETRY
+    candidate.step()
+    assert starts == [100.0]  # renewing is not starting again
+
+    clock.now += 10.0  # the process was paused; nobody else took the Lease
+    assert not candidate.is_leader()  # objects reconciled now are skipped
+    candidate.step()
+    assert candidate.is_leader()
+    assert starts == [100.0, clock.now]  # the resync that re-queues what was skipped
+    assert transitions(candidate, "standby") == 1
+    assert transitions(candidate, "leader") == 2
+
+
+def test_a_renewal_whose_request_outlasted_the_deadline_is_not_led_on() -> None:
+    clock, starts = Clock(), []
+    api = MemoryLease(clock)
+    candidate = elector(clock, api, starts)
+    candidate.step()
+    api.request_seconds = DEADLINE + 1.0  # the next renewal hangs, then succeeds
+    clock.now += RETRY
+    candidate.step()
+    assert not candidate.is_leader()
+    assert transitions(candidate, "standby") == 1
+    assert starts == [100.0]  # no resync while it cannot write
+
+    api.request_seconds = 0.0
+    clock.now += RETRY
+    candidate.step()
+    assert candidate.is_leader()
+    assert starts == [100.0, clock.now]
+
+
+def test_steady_renewals_keep_one_leadership() -> None:
+    clock, starts = Clock(), []
+    candidate = elector(clock, MemoryLease(clock), starts)
+    for _ in range(20):
+        candidate.step()
+        assert candidate.is_leader()
+        clock.now += RETRY
+    assert starts == [100.0]
+    assert transitions(candidate, "standby") == 0

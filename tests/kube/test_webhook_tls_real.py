@@ -254,27 +254,27 @@ def install_in_place(source: pathlib.Path, target: pathlib.Path) -> None:
         staged.replace(target / name)
 
 
-def set_ca_bundle(plane: ControlPlane, name: str, *ca_files: pathlib.Path) -> None:
-    bundle = b"".join(path.read_bytes() for path in ca_files)
+def set_ca_bundle(plane: ControlPlane, name: str, port: int, bundle: bytes) -> None:
+    """Replace the caBundle, and wait until kube-apiserver calls the webhook with it.
+
+    kube-apiserver keys its webhook clients by the whole client config, caBundle
+    bytes included: a changed bundle means a new client, whose first call opens a
+    new connection and so verifies whatever certificate the webhook serves now.
+    It reads configurations through one informer, in order: once a configuration
+    registered after the change is called, the change is in effect too.
+    """
     patch = [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle",
               "value": base64.b64encode(bundle).decode()}]  # fmt: skip
-    k8s.AdmissionregistrationV1Api(api_client(plane)).patch_validating_webhook_configuration(
-        name, patch
-    )
-
-
-def until_kube_apiserver_sees_it(plane: ControlPlane, port: int, ca: bytes) -> None:
-    """Wait until kube-apiserver uses every webhook configuration change made so far.
-
-    It reads them through one informer, in order: once a configuration
-    registered after a change is called, the change is in effect too.
-    """
+    admission = k8s.AdmissionregistrationV1Api(api_client(plane))
+    admission.patch_validating_webhook_configuration(name, patch)
     probe_namespace = f"probe-{uuid.uuid4().hex[:8]}"
     core = k8s.CoreV1Api(api_client(plane))
-    core.create_namespace({"metadata": {"name": probe_namespace, "labels": {PROBE_LABEL: "on"}}})
-    doc = registration(f"probe-{uuid.uuid4().hex[:6]}", url(port), ca,
-                       namespaceSelector={"matchLabels": {PROBE_LABEL: "on"}})  # fmt: skip
-    with registered(plane, doc, probe_namespace):
+    labels = {PROBE_LABEL: "on"}
+    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=probe_namespace,
+                                                                    labels=labels)))  # fmt: skip
+    probe = registration(f"probe-{uuid.uuid4().hex[:6]}", url(port), bundle,
+                         namespaceSelector={"matchLabels": {PROBE_LABEL: "on"}})  # fmt: skip
+    with registered(plane, probe, probe_namespace):
         pass
 
 
@@ -293,35 +293,35 @@ def test_rotating_the_serving_files_and_the_ca_loses_no_request(
             thread.start()
             try:
                 loop.calls_after(0, 20)
-                first_ca = served / "ca.crt"
+                first_ca = (served / "ca.crt").read_bytes()
                 first = der(served / "tls.crt")
 
-                # 1. A new pair from the same CA, written in place by `certs` itself
-                #    (a new --host makes it renew rather than keep).
+                # 1. A new pair from the same CA, written in place by `certs` itself (a new
+                #    --host makes it renew rather than keep); then a new connection from
+                #    kube-apiserver (the same CA, its bytes changed) verifies it.
                 assert certs(served, "--host", "127.0.0.1", "--host", "localhost").startswith(
                     "renewed: ")  # fmt: skip
-                assert (served / "ca.crt").read_bytes() == first_ca.read_bytes()
+                assert (served / "ca.crt").read_bytes() == first_ca
                 renewed = der(served / "tls.crt")
                 assert renewed != first
                 eventually(lambda: served_certificate(port) == renewed, what="renewed pair served")
+                set_ca_bundle(control_plane, name, port, first_ca + b"\n")
                 loop.calls_after(loop.calls, 20)
 
-                # 2. A new CA: announce it beside the old one, then serve a pair it signed,
-                #    then retire the old CA.
-                old_ca = tmp_path / "old-ca.crt"
-                old_ca.write_bytes(first_ca.read_bytes())
+                # 2. A new CA: announced beside the old one first, then a pair it signed is
+                #    served in place (verified on a new connection against both CAs), then
+                #    the old CA is retired (the new pair alone must carry every call).
                 assert certs(staged, "--host", "127.0.0.1").startswith("created: ")
-                new_ca = staged / "ca.crt"
-                set_ca_bundle(control_plane, name, old_ca, new_ca)
-                until_kube_apiserver_sees_it(control_plane, port,
-                                             old_ca.read_bytes() + new_ca.read_bytes())  # fmt: skip
+                new_ca = (staged / "ca.crt").read_bytes()
+                assert new_ca != first_ca
+                set_ca_bundle(control_plane, name, port, first_ca + new_ca)
                 loop.calls_after(loop.calls, 20)
                 install_in_place(staged, served)
                 rotated = der(staged / "tls.crt")
                 eventually(lambda: served_certificate(port) == rotated, what="new CA's pair served")
+                set_ca_bundle(control_plane, name, port, new_ca + first_ca)
                 loop.calls_after(loop.calls, 20)
-                set_ca_bundle(control_plane, name, new_ca)
-                until_kube_apiserver_sees_it(control_plane, port, new_ca.read_bytes())
+                set_ca_bundle(control_plane, name, port, new_ca)
                 loop.calls_after(loop.calls, 20)
             finally:
                 loop.stop.set()

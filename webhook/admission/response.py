@@ -32,9 +32,10 @@ def review_answer(review: AdmissionReview, decision: Decision) -> dict[str, Any]
 def subject_name(request: AdmissionRequest) -> str:
     """The object's name, as kube-apiserver would print it in its own validation error.
 
-    A CREATE with only `generateName` may reach the webhook with no name yet;
-    kube-apiserver then prints an empty name (`FeedbackStore... "" is invalid`),
-    and so does this.
+    kube-apiserver generates a `generateName` object's name before validating
+    admission and sends it as `request.name` too (v1.37.2, see
+    tests/kube/test_kubectl_platform_today.py); a request that still has no name
+    gets the empty name kube-apiserver would print (`FeedbackStore... "" is invalid`).
     """
     if request.name:
         return request.name

@@ -624,7 +624,7 @@ def validated(status: str = "True", observed: int | None = 1) -> dict[str, Any]:
          "3 FeedbackStores in all namespaces: 1 without Validated (ns/a); "
          "2 stale: observedGeneration < generation (ns/b, ns/c)"),
         ([store("a", 1, validated("False"))], Level.WARN,
-         "1 FeedbackStores in all namespaces, all current; 1 Validated=False (ns/a)"),
+         "1 FeedbackStore in all namespaces, all current; 1 Validated=False (ns/a)"),
         ([store(f"s{n}", 1, None) for n in range(7)], Level.FAIL,
          "7 FeedbackStores in all namespaces: 7 without Validated "
          "(ns/s0, ns/s1, ns/s2, ns/s3, ns/s4, and 2 more)"),
@@ -665,6 +665,9 @@ def test_the_probe_is_a_valid_monitor_store_whose_warning_comes_from_the_rules()
         (ProbeOutcome(201), True, Level.FAIL,
          "dry-run create in namespace p was admitted without the webhook's warning: it was not "
          "called", "with failurePolicy Ignore a failed call is silent"),
+        (ProbeOutcome(201), None, Level.FAIL,
+         "dry-run create in namespace p was admitted without the webhook's warning: it was not "
+         "called", "kube-apiserver has no registration of ours to call"),
         (ProbeOutcome(500, (), 'Internal error occurred: failed calling webhook "v": dial tcp: '
                                'connect: connection refused'), True, Level.FAIL,
          'dry-run create in namespace p: Internal error occurred: failed calling webhook "v": '
@@ -678,7 +681,8 @@ def test_the_probe_is_a_valid_monitor_store_whose_warning_comes_from_the_rules()
          "check kube-apiserver"),
     ],
     ids=["the webhook's warning came back", "not called: selector does not match",
-         "not called: maybe failing open", "the call failed", "no such namespace",
+         "not called: maybe failing open", "not called: no registration", "the call failed",
+         "no such namespace",
          "forbidden", "no answer"],
 )  # fmt: skip
 def test_the_dry_run_probe(outcome: ProbeOutcome, selected: bool | None, level: Level,
@@ -744,7 +748,7 @@ def test_json_lists_every_check() -> None:
 def test_a_url_registration_checks_the_service_it_was_told_about() -> None:
     by_url = configuration(clientConfig={"url": "https://127.0.0.1:9443/validate"})
     assert service_ref(by_url, TARGET) == (
-        "feedbackstore-system", "feedbackstore-webhook", "the registration calls a url:, not it"
+        "feedbackstore-system", "feedbackstore-webhook", "unused by a url: registration"
     )  # fmt: skip
     moved = configuration(clientConfig={"service": {"namespace": "x", "name": "y"}})
     assert service_ref(moved, TARGET) == ("x", "y", "")

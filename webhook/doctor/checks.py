@@ -27,7 +27,7 @@ def service_ref(configuration: Fetched, target: Target) -> tuple[str, str, str]:
             if isinstance(service, dict):
                 return str(service.get("namespace")), str(service.get("name")), ""
         if registration.admission_entries(configuration):
-            return target.namespace, target.service, "the registration calls a url:, not it"
+            return target.namespace, target.service, "unused by a url: registration"
     return target.namespace, target.service, ""
 
 

@@ -56,6 +56,8 @@ def check_probe(outcome: ProbeOutcome | None, namespace: str, selected: bool | N
 
 
 def _not_called_fix(namespace: str, selected: bool | None) -> str:
+    if selected is None:
+        return "kube-apiserver has no registration of ours to call: see webhook-configuration"
     if selected is False:
         return f"the namespaceSelector does not match namespace {namespace}: " + _NAMESPACE_FIX
     return (

@@ -64,20 +64,22 @@ def check_stores(stores: list[dict[str, Any]] | Unreadable | None, scope: str) -
             parts.append(f"{len(stale)} stale: observedGeneration < generation ({_few(stale)})")
         return fail(
             NAME,
-            f"{counted.total} FeedbackStores {scope}: {'; '.join(parts)}",
+            f"{_stores(counted.total)} {scope}: {'; '.join(parts)}",
             "the status writer is not keeping up: see the Lease check, and its logs "
             "(kubectl -n feedbackstore-system logs deploy/feedbackstore-status-writer)",
         )
     if counted.invalid:
         return warn(
             NAME,
-            f"{counted.total} FeedbackStores {scope}, all current; {len(counted.invalid)} "
+            f"{_stores(counted.total)} {scope}, all current; {len(counted.invalid)} "
             f"Validated=False ({_few(counted.invalid)})",
             "kubectl describe fs NAME -n NS shows what to fix in each spec",
         )
-    return ok(
-        NAME, f"{counted.total} FeedbackStores {scope}, every {limits.CONDITION_TYPE} current"
-    )
+    return ok(NAME, f"{_stores(counted.total)} {scope}, every {limits.CONDITION_TYPE} current")
+
+
+def _stores(count: int) -> str:
+    return f"{count} FeedbackStore{'' if count == 1 else 's'}"
 
 
 def _label(store: dict[str, Any]) -> str:

@@ -17,7 +17,8 @@ Python API (stable; the status-writer tests depend on it)::
     emu.start(); emu.url            # "http://127.0.0.1:PORT"   (also a context manager)
     emu.api_client()                # kubernetes.client.ApiClient for emu.url, no auth
     emu.write_kubeconfig(path)      # -> Path of a kubeconfig for --kubeconfig
-    emu.restart(downtime=0.0)       # drop every connection/watch, same port; the store survives
+    emu.restart(downtime=0.0)       # drop every connection/watch, same port; the store survives;
+                                    #    watches from before the restart's resourceVersion: 410
     emu.stop()
 
     # direct store access (no HTTP; a write gets a new resourceVersion and a watch event)

@@ -90,11 +90,13 @@ class ApiServerEmulator:
         """An API-server restart: every connection and watch drops; etcd (the store) survives.
 
         The server comes back on the same port after ``downtime`` seconds (connections are
-        refused meanwhile).
+        refused meanwhile), with a new watch cache that starts at the then current
+        resourceVersion: a watch resumed from an older one gets 410, as on the real server.
         """
         self._call(self._shutdown())
         if downtime > 0:
             time.sleep(downtime)
+        self.store.restart_watch_cache()
         self._call(self._serve())
 
     def __enter__(self) -> ApiServerEmulator:

@@ -106,6 +106,7 @@ class Store:
         self._lock = threading.RLock()
         self._rv = first_resource_version
         self._compacted = first_resource_version
+        self._watch_floor = first_resource_version
         self._objects: dict[str, dict[Key, Entry]] = {}
         self._history: list[Change] = []  # ascending rv; _rvs mirrors it for bisection
         self._rvs: list[int] = []
@@ -134,6 +135,19 @@ class Store:
             self._history.clear()
             self._rvs.clear()
             self._compacted = self._rv
+            return self._rv
+
+    def restart_watch_cache(self) -> int:
+        """kube-apiserver (re)started: its watch cache begins at the current revision.
+
+        The real server (v1.37, tests/kube/test_status_writer_real.py) fills a new watch
+        cache with a list at etcd's current revision; a watch from any older
+        resourceVersion is then 410 "too old resource version: N (M)", although etcd still
+        has that history (lists from it still work). Every write anywhere in the cluster
+        moves etcd's revision, so in practice every watcher relists after a restart.
+        """
+        with self._lock:
+            self._watch_floor = self._rv
             return self._rv
 
     def find(self, resource: ResourceType, namespace: str, name: str) -> Obj | None:
@@ -230,8 +244,9 @@ class Store:
     ) -> tuple[list[Change], int]:
         """Stored changes with rv > ``after`` for one resource, and the revision seen up to."""
         with self._lock:
-            if after < self._compacted:
-                raise ResourceVersionTooOldError(after, self._compacted)
+            oldest = max(self._compacted, self._watch_floor)
+            if after < oldest:
+                raise ResourceVersionTooOldError(after, oldest)
             start = bisect_right(self._rvs, after)
             changes = [
                 c

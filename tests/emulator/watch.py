@@ -6,9 +6,10 @@ Kubernetes imitated ("API Concepts: Efficient detection of changes", "Watch book
   types ADDED, MODIFIED, DELETED, BOOKMARK and ERROR.
 - ``resourceVersion=N`` sends every change after N; unset or "0" first sends a synthetic ADDED
   for every current object ("Get State and Start at Most Recent" / "Start at Any").
-- a start older than the compaction point gets one ERROR event whose object is a 410 Expired
-  Status ("too old resource version: N (M)"), then the stream ends — the HTTP status stays 200,
-  as with the watch cache.
+- a start older than the compaction point, or older than the last restart (the real
+  server's new watch cache starts at the revision it listed at), gets one ERROR event whose
+  object is a 410 Expired Status ("too old resource version: N (M)"), then the stream ends —
+  the HTTP status stays 200, as with the watch cache.
 - ``allowWatchBookmarks=true``: periodic BOOKMARK events whose object carries only kind,
   apiVersion and ``metadata.resourceVersion`` (a revision every earlier change has been sent
   for). ``sendInitialEvents=true`` ends the initial ADDED events with a bookmark annotated

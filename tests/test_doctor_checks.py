@@ -778,3 +778,17 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
                      "ca-bundle", "certificate-names", "certificate-expiry", "service-endpoints",
                      "webhook-answers", "status-writer-lease", "store-conditions")
     ]  # fmt: skip
+
+
+def test_flags_left_out_take_the_shipped_names() -> None:
+    from webhook.cli.doctor import target_from
+    from webhook.cli.main import build_parser
+
+    shipped = target_from(build_parser().parse_args(["doctor"]))
+    assert shipped == Target()
+    assert (shipped.namespace, shipped.webhook_configuration, shipped.secret) == (
+        "feedbackstore-system", "feedbackstore-webhook", "feedbackstore-webhook-tls"
+    )  # fmt: skip
+    moved = target_from(build_parser().parse_args(
+        ["doctor", "--namespace", "ops", "--lease", "l", "--store-namespace", "team"]))  # fmt: skip
+    assert moved == Target(namespace="ops", lease="l", store_namespace="team")

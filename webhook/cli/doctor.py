@@ -16,10 +16,12 @@ EXIT_UNHEALTHY = 1
 EXIT_CANNOT_CHECK = 2
 
 
-def register(subparsers: Any) -> None:
-    from webhook.certs.kustomize import SECRET_NAME, WEBHOOK_CONFIGURATION
-    from webhook.doctor import snapshot
+# Flags naming the install; left unset they take the shipped names (webhook.doctor.snapshot
+# Target), resolved in `run` so that building the parser imports nothing for other commands.
+_NAMES = ("namespace", "webhook_configuration", "service", "secret", "lease", "probe_namespace")
 
+
+def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "doctor",
         help="check an installed webhook end to end and say how to fix what is wrong",
@@ -47,42 +49,37 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
     parser.add_argument(
         "--namespace",
-        default=snapshot.DEFAULT_NAMESPACE,
         metavar="NS",
-        help="the install namespace: Service, Secret, Lease (default %(default)s)",
+        help="the install namespace: Service, Secret, Lease (default: the shipped one)",
     )
     parser.add_argument(
         "--webhook-configuration",
-        default=WEBHOOK_CONFIGURATION,
         metavar="NAME",
-        help="ValidatingWebhookConfiguration name (default %(default)s)",
+        help="ValidatingWebhookConfiguration name (default: the shipped name)",
     )
     parser.add_argument(
         "--service",
-        default=snapshot.DEFAULT_SERVICE,
         metavar="NAME",
         help="the webhook's Service, checked for ready endpoints when the registration calls a "
-        "url: (a service: registration names its own) (default %(default)s)",
+        "url: (a service: registration names its own) (default: the shipped name)",
     )
     parser.add_argument(
         "--secret",
-        default=SECRET_NAME,
         metavar="NAME",
-        help="Secret holding the serving certificate, tls.crt (default %(default)s)",
+        help="Secret holding the serving certificate, tls.crt (default: the shipped name)",
     )
     parser.add_argument(
         "--lease",
-        default=snapshot.DEFAULT_LEASE,
         metavar="NAME",
-        help="the status writer's Lease (default %(default)s)",
+        help="the status writer's Lease (default: the shipped name)",
     )
     parser.add_argument(
         "--probe-namespace",
-        default=snapshot.DEFAULT_PROBE_NAMESPACE,
         metavar="NS",
         help="an existing namespace the webhook's namespaceSelector matches, where the doctor "
         "dry-runs creating a FeedbackStore in mode Monitor (nothing is stored) and expects the "
-        "webhook's warning back, proving kube-apiserver -> Service -> pod (default %(default)s)",
+        "webhook's warning back, proving kube-apiserver -> Service -> pod "
+        "(default: the `default` namespace)",
     )
     parser.add_argument(
         "--store-namespace",
@@ -105,17 +102,8 @@ def run(args: argparse.Namespace) -> int:
     from webhook.doctor.cluster import UnreachableError, connect, fetch
     from webhook.doctor.render import as_json, as_text
     from webhook.doctor.result import healthy
-    from webhook.doctor.snapshot import Target
 
-    target = Target(
-        namespace=args.namespace,
-        webhook_configuration=args.webhook_configuration,
-        service=args.service,
-        secret=args.secret,
-        lease=args.lease,
-        probe_namespace=args.probe_namespace,
-        store_namespace=args.store_namespace or None,
-    )
+    target = target_from(args)
     try:
         api_client = connect(args.kubeconfig, args.context)
     except Exception as error:  # any configuration problem: say so, exit 2
@@ -134,3 +122,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(as_text(results))
     return EXIT_OK if healthy(results) else EXIT_UNHEALTHY
+
+
+def target_from(args: argparse.Namespace) -> Any:
+    """The `Target` the flags name: the shipped names wherever a flag was left out."""
+    from webhook.doctor.snapshot import Target
+
+    given = {name: getattr(args, name) for name in _NAMES if getattr(args, name) is not None}
+    return Target(**given, store_namespace=args.store_namespace or None)

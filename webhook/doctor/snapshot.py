@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
 from webhook.certs.kustomize import SECRET_NAME, WEBHOOK_CONFIGURATION
 from webhook.rules import limits
 
 CRD_NAME: Final = f"{limits.PLURAL}.{limits.GROUP}"
-DEFAULT_NAMESPACE: Final = "feedbackstore-system"
-DEFAULT_SERVICE: Final = "feedbackstore-webhook"
+# The status writer's --lease-name default, which its Role names too.
 DEFAULT_LEASE: Final = "feedbackstore-status-writer"
 DEFAULT_PROBE_NAMESPACE: Final = "default"
 # Kubernetes' canonical label on every namespace, and where the cluster's own system lives.

@@ -1,4 +1,4 @@
-"""Without a Go toolchain the `kube` tests skip with one loud reason; CI turns that into a failure."""
+"""Without a Go toolchain the `kube` tests skip with one loud reason; CI makes that a failure."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def run_kube_suite(tmp_path: pathlib.Path, **env: str) -> subprocess.CompletedPr
     if REQUIRE_ENV not in env:
         environment.pop(REQUIRE_ENV, None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "tests/kube/test_controlplane.py::test_every_readiness_check_passes"],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+         "tests/kube/test_controlplane.py::test_every_readiness_check_passes"],
         cwd=REPO, env=environment, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
 

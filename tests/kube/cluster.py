@@ -32,7 +32,9 @@ from webhook.certs.issue import issue_bundle
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHIPPED_CRD = REPO / "manifests" / "crd" / "feedbackstores.agents.ctxmesh.ai.yaml"
-PLATFORM_TODAY_CRD = pathlib.Path(__file__).parent / "fixtures" / "feedbackstores-platform-today.yaml"
+PLATFORM_TODAY_CRD = (
+    pathlib.Path(__file__).parent / "fixtures" / "feedbackstores-platform-today.yaml"
+)
 SHIPPED_WEBHOOK = REPO / "manifests" / "webhook" / "validatingwebhookconfiguration.yaml"
 GROUP, VERSION, PLURAL = "agents.ctxmesh.ai", "v1beta1", "feedbackstores"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -136,8 +138,8 @@ def platform_today_text() -> str:
             "The FeedbackStore CRD as the ctxmesh platform ships it today: the same schema\n"
             "limits and enums as manifests/crd/, but no CEL rules, so the admission webhook\n"
             "is the only guard of the cross-field rules. Generated from the model\n"
-            "(crd_manifest(cel=False)); regenerate with\n"
-            "python -c 'from tests.kube.cluster import write_platform_today; write_platform_today()'"
+            "(crd_manifest(cel=False)); regenerate it with write_platform_today()\n"
+            "in tests/kube/cluster.py."
         ),
     )
 
@@ -147,6 +149,7 @@ def write_platform_today() -> None:
 
 
 # -- namespaces ------------------------------------------------------------
+
 
 def new_namespace(plane: ControlPlane, prefix: str = "t") -> str:
     """A fresh namespace the tests' webhooks match (namespace deletion needs no cleanup here:
@@ -159,6 +162,7 @@ def new_namespace(plane: ControlPlane, prefix: str = "t") -> str:
 
 
 # -- webhooks --------------------------------------------------------------
+
 
 @dataclass
 class WebhookServer:

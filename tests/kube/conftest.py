@@ -13,8 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.kube.controlplane import REQUIRE_ENV, ControlPlane, ControlPlaneUnavailable, binaries
-
+from tests.kube.controlplane import (
+    REQUIRE_ENV,
+    ControlPlane,
+    ControlPlaneUnavailableError,
+    binaries,
+)
 
 _BUILT = pytest.StashKey["pathlib.Path | Exception"]()
 
@@ -29,7 +33,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any(item.get_closest_marker("kube") for item in session.items):
         try:
             session.config.stash[_BUILT] = binaries()
-        except (ControlPlaneUnavailable, RuntimeError) as error:
+        except (ControlPlaneUnavailableError, RuntimeError) as error:
             session.config.stash[_BUILT] = error
 
 
@@ -40,7 +44,7 @@ def _control_plane_binaries(pytestconfig: pytest.Config) -> pathlib.Path:
         if isinstance(built, Exception):
             raise built
         return built if built is not None else binaries()
-    except ControlPlaneUnavailable as missing:
+    except ControlPlaneUnavailableError as missing:
         message = f"kube tests need a real kube-apiserver, and it cannot be built here: {missing}"
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"{message} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)

@@ -37,7 +37,7 @@ _NO_TOOLCHAIN = 3
 _READY_TIMEOUT = 180.0
 
 
-class ControlPlaneUnavailable(Exception):
+class ControlPlaneUnavailableError(Exception):
     """No Go toolchain to build the binaries with: the `kube` tests cannot run here."""
 
 
@@ -47,7 +47,7 @@ def binaries() -> pathlib.Path:
         ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False
     )
     if result.returncode == _NO_TOOLCHAIN:
-        raise ControlPlaneUnavailable(result.stderr.strip())
+        raise ControlPlaneUnavailableError(result.stderr.strip())
     if result.returncode != 0:
         raise RuntimeError(
             f"{BUILD_SCRIPT} failed (exit {result.returncode}):\n{result.stderr[-4000:]}"
@@ -85,7 +85,7 @@ class Process:
 
     def start(self) -> None:
         handle = self.log.open("ab")
-        self.popen = subprocess.Popen(  # noqa: S603 - our own binaries, fixed arguments
+        self.popen = subprocess.Popen(
             self.argv, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
         handle.close()
@@ -219,7 +219,7 @@ class ControlPlane:
 
     def _etcd_healthy(self) -> tuple[bool, str]:
         try:
-            with urllib.request.urlopen(  # noqa: S310 - loopback http
+            with urllib.request.urlopen(
                 f"http://127.0.0.1:{self.etcd_port}/health", timeout=2
             ) as response:
                 body = response.read().decode()
@@ -254,11 +254,11 @@ class ControlPlane:
         self, method: str, path: str, body: bytes | None = None, content_type: str | None = None
     ) -> tuple[int, bytes]:
         """One admin request straight to the server (no client library in between)."""
-        request = urllib.request.Request(self.server + path, data=body, method=method)  # noqa: S310
+        request = urllib.request.Request(self.server + path, data=body, method=method)
         if content_type:
             request.add_header("Content-Type", content_type)
         try:
-            with urllib.request.urlopen(request, context=self._admin_context(), timeout=30) as r:  # noqa: S310
+            with urllib.request.urlopen(request, context=self._admin_context(), timeout=30) as r:
                 return r.status, r.read()
         except urllib.error.HTTPError as error:
             return error.code, error.read()
@@ -329,11 +329,11 @@ class ControlPlane:
 
 
 def _post_json(url: str, payload: dict[str, Any]) -> dict[str, Any]:
-    request = urllib.request.Request(  # noqa: S310 - loopback etcd gateway
+    request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), method="POST",
         headers={"Content-Type": "application/json"},
     )  # fmt: skip
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as response:
         result: dict[str, Any] = json.loads(response.read())
         return result
 

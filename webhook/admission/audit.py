@@ -16,8 +16,11 @@ an auditor can grep for.
 | `problems` | how many problems the spec has, when it was validated |
 | `delete` | on a DELETE: what was decided about deleting the object |
 
-Every constant dict is built once; an answer copies one (tens of
-nanoseconds) and adds the problem count, the only part that varies.
+Every constant dict is built once; an answer copies one and adds the problem
+count, the only part that varies. Measured with timeit on this shared 2-core
+machine: ~0.2 µs for a valid CREATE, ~1 µs for a denial (most of it the
+count's `str`), against ~100 µs of CPU per request on the webhook port
+(bench/README.md, "Admission webhook"); not yet re-run through bench/admission.
 """
 
 from __future__ import annotations
@@ -48,16 +51,35 @@ _BASE: Final = {
     for why in Why
 }
 _DELETE: Final = {**_BASE[True, Why.NOT_JUDGED_OPERATION], DELETE_DECISION: DELETE_ALLOWED}
+# The two answers of nearly every request, told apart by identity: an enum member is
+# hashed by a Python-level __hash__, which as a dict key cost more than the rest.
+_VALID: Final = Why.VALID
+_INVALID: Final = Why.INVALID
+# A valid spec has no problems, so none were omitted either.
+_ALLOWED_VALID: Final = {**_BASE[True, Why.VALID], PROBLEMS: "0"}
+_DENIED_INVALID: Final = _BASE[False, Why.INVALID]
 
 
 def audit_annotations(request: AdmissionRequest, decision: Decision) -> dict[str, str]:
     """The annotations kube-apiserver records (prefixed with the webhook's name) for this answer."""
     why = decision.why
+    if why is _VALID:
+        return _ALLOWED_VALID.copy()
     verdict = decision.verdict
-    if verdict is not None:
-        annotations = _BASE[decision.allowed, why].copy()
+    if why is _INVALID and verdict is not None:
+        annotations = _DENIED_INVALID.copy()
         annotations[PROBLEMS] = str(verdict.problem_count)
         return annotations
-    if why is Why.NOT_JUDGED_OPERATION and request.operation == DELETE:
-        return _DELETE.copy()
-    return _BASE[decision.allowed, why].copy()
+    return _rare(request, decision)
+
+
+def _rare(request: AdmissionRequest, decision: Decision) -> dict[str, str]:
+    """An update let through, or a request not judged: a few per thousand."""
+    why = decision.why
+    verdict = decision.verdict
+    annotations = _BASE[decision.allowed, why].copy()
+    if verdict is not None:
+        annotations[PROBLEMS] = str(verdict.problem_count)
+    elif why is Why.NOT_JUDGED_OPERATION and request.operation == DELETE:
+        annotations = _DELETE.copy()
+    return annotations

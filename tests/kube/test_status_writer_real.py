@@ -32,6 +32,7 @@ from tests.kube.status_writer_support import (
     LEASE,
     LEASE_DURATION,
     MANAGER,
+    RENEW_DEADLINE,
     RETRY_PERIOD,
     VALID,
     Audit,
@@ -297,7 +298,8 @@ def test_two_writers_one_lease_the_standby_never_writes_and_takes_over_a_killed_
     assert spec["holderIdentity"] == standby.identity
     assert spec["leaseTransitions"] == 1
     assert spec["leaseDurationSeconds"] == LEASE_DURATION
-    assert MICRO_TIME.match(spec["renewTime"]) and MICRO_TIME.match(spec["acquireTime"])
+    assert MICRO_TIME.match(spec["renewTime"])
+    assert MICRO_TIME.match(spec["acquireTime"])
 
     stores.set_spec("store-1", TWO_SCORES)
     stores.wait_current("store-1")
@@ -380,7 +382,8 @@ def test_a_watch_expired_by_a_real_etcd_compaction_relists_and_converges(
 
     # The writer misses everything from here (a paused process), while the cluster moves on,
     # etcd is compacted past the writer's resourceVersion, and kube-apiserver restarts (so
-    # its watch cache, too, starts after it).
+    # its watch cache, too, starts after it). Killed rather than stopped: a graceful stop
+    # waits for open watches (the paused writer's) until the harness kills it after 30 s.
     writer.signal(signal.SIGSTOP)
     try:
         stores.set_spec("changed", TWO_SCORES)
@@ -388,7 +391,8 @@ def test_a_watch_expired_by_a_real_etcd_compaction_relists_and_converges(
         stores.delete("deleted")
         revision = control_plane.compact_etcd()
         assert revision > int(listed_at)
-        control_plane.restart_apiserver()
+        control_plane.apiserver.stop(signal.SIGKILL)
+        control_plane.start_apiserver()
         # The compaction is real: the past is gone from etcd itself.
         with pytest.raises(k8s.ApiException) as expired:
             stores.api.list_namespaced_custom_object(
@@ -397,6 +401,8 @@ def test_a_watch_expired_by_a_real_etcd_compaction_relists_and_converges(
             )  # fmt: skip
         assert expired.value.status == 410
     finally:
+        if not control_plane.apiserver.running():
+            control_plane.start_apiserver()
         writer.signal(signal.SIGCONT)
 
     writer.wait_log("resourceVersion expired (410 Gone); relisting", timeout=60)
@@ -419,7 +425,10 @@ def test_an_api_server_restart_mid_run_is_survived_without_rewrites(
     writer = writers.start("a")
     stores.wait_current("bad", "good")
     try:
-        control_plane.stop_apiserver()
+        # SIGTERM: kube-apiserver stops listening at once, but serves open watches (the
+        # writer's) until its shutdown ends, which the harness waits 30 s for; like a kubelet
+        # with a 5 s grace period, this kills it after 5 s.
+        control_plane.apiserver.stop(signal.SIGTERM, timeout=5.0)
         writer.wait_log("list/watch failed")
         writer.wait_log("stopped leading", timeout=15)
     finally:
@@ -428,9 +437,35 @@ def test_an_api_server_restart_mid_run_is_survived_without_rewrites(
     stores.set_spec("bad", VALID)
     stores.wait_condition("bad", lambda c: coherent(c) and at_generation(2)(c), timeout=60)
     writer.wait_log("started leading", count=2, timeout=30)
+    # The new watch cache starts at etcd's revision of the restart, past the writer's
+    # resourceVersion (its own Lease renewals alone moved it): the re-watch is 410, a relist.
+    writer.wait_log("resourceVersion expired (410 Gone); relisting")
+    assert writer.wait_log("listed", count=2)[-1]["objects"] == 2
     settle(1.0)
     audit.flush(namespace)
     names = [p.name for p in audit.status_writes(namespace, writer.user)]
     assert sorted(names) == ["bad", "bad", "good"]
     assert writer.metric("feedbackstore_status_watch_restarts_total", reason="error") >= 1
     assert writer.process.poll() is None
+
+
+def test_a_paused_leader_writes_what_it_skipped_once_it_renews(
+    namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    """A leader paused past its renew deadline (GC, a frozen node, SIGSTOP) skips, as a
+    standby, the events it finds on resuming; renewing the Lease afterwards is a new
+    leadership, whose resync writes them (not the periodic resync, 30 s here)."""
+    stores.create("store", VALID)
+    writer = writers.start("a")
+    stores.wait_current("store")
+    writer.signal(signal.SIGSTOP)
+    try:
+        stores.set_spec("store", TWO_SCORES)
+        time.sleep(RENEW_DEADLINE + 0.5)
+    finally:
+        writer.signal(signal.SIGCONT)
+    stores.wait_condition("store", at_generation(2), timeout=10)
+    assert writer.messages("stopped leading")[0]["why"] == "renewal deadline passed"
+    assert len(writer.messages("started leading")) == 2
+    audit.flush(namespace)
+    assert len(audit.status_writes(namespace, writer.user)) == 2

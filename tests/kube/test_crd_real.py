@@ -33,6 +33,7 @@ from tests.kube.cluster import (
     REPO,
     VERSION,
     api_client,
+    eventually,
     feedbackstore,
     install_crd,
     new_namespace,
@@ -564,3 +565,129 @@ def test_the_cel_harness_prints_what_the_real_server_prints(
         messages=True,
     )
     assert create(api, namespace, spec).causes == set(outcome.cel_causes)
+
+
+# ---------------------------------------------------------------- the decisions, kept as evidence
+
+EVIDENCE_GROUP = "evidence.feedbackstore-tests.ctxmesh.ai"
+
+
+def evidence_crd() -> dict[str, Any]:
+    """The shipped CRD under another group, with what crd.py and cel_rules.py decided against:
+    `human.scores` and `external` as list-type map keyed by name, and the rule for
+    score names repeated across channels with `reason: FieldValueDuplicate`."""
+    crd = crd_manifest()
+    crd["metadata"]["name"] = f"{PLURAL}.{EVIDENCE_GROUP}"
+    crd["spec"]["group"] = EVIDENCE_GROUP
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    for node in (
+        spec["properties"]["human"]["properties"]["scores"],
+        spec["properties"]["external"],
+    ):
+        node["x-kubernetes-list-type"] = "map"
+        node["x-kubernetes-list-map-keys"] = ["name"]
+    for rule in spec["x-kubernetes-validations"]:
+        if rule["message"] == limits.MSG_DUP_EXTERNAL:
+            rule["reason"] = "FieldValueDuplicate"
+    return crd
+
+
+@pytest.fixture(scope="module")
+def evidence(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
+    """The evidence CRD, served; yields its apiVersion."""
+    crd = evidence_crd()
+    control_plane.kubectl("apply", "--server-side", "--field-manager=kube-tests", "-f", "-",
+                          stdin=yaml.safe_dump(crd), check=True)  # fmt: skip
+    control_plane.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}",
+                          "--timeout=60s", check=True)  # fmt: skip
+    api_version = f"{EVIDENCE_GROUP}/{VERSION}"
+
+    def served() -> bool:
+        probe = {**feedbackstore("probe", human(score())), "apiVersion": api_version}
+        result = control_plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
+                                       stdin=yaml.safe_dump(probe))  # fmt: skip
+        return result.returncode == 0
+
+    eventually(served, timeout=60, what="evidence CRD served")
+    yield api_version
+    control_plane.kubectl("delete", "crd", crd["metadata"]["name"], "--wait=false")
+
+
+def apply(plane: ControlPlane, namespace: str, document: dict[str, Any], manager: str,
+          *extra: str) -> tuple[int, str]:  # fmt: skip
+    result = plane.kubectl("apply", "--server-side", f"--field-manager={manager}",
+                           "-n", namespace, *extra, "-f", "-",
+                           stdin=yaml.safe_dump(document))  # fmt: skip
+    return result.returncode, result.stdout + result.stderr
+
+
+DUPLICATE_THUMBS = human(score("thumbs"), score("a"), score("thumbs"))
+
+
+def test_a_map_list_refuses_a_duplicate_key_without_the_platforms_words(
+    control_plane: ControlPlane, namespace: str, evidence: str
+) -> None:
+    document = {**feedbackstore("dup", DUPLICATE_THUMBS), "apiVersion": evidence}
+    code, output = kubectl_create(control_plane, namespace, document)
+    assert code == 1
+    assert '* spec.human.scores[2]: Duplicate value: {"name":"thumbs"}' in output.splitlines()
+
+
+def test_server_side_apply_of_a_duplicate_key_fails_before_validation_with_a_map_list(
+    control_plane: ControlPlane, namespace: str, evidence: str
+) -> None:
+    document = {**feedbackstore("dup-ssa", DUPLICATE_THUMBS), "apiVersion": evidence}
+    code, output = apply(control_plane, namespace, document, "gitops", "--dry-run=server")
+    assert code == 1
+    assert output.startswith("Error from server: failed to create typed patch object (")
+    assert '.spec.human.scores: duplicate entries for key [name="thumbs"]' in output
+    assert limits.MSG_DUP_HUMAN not in output
+
+
+def test_server_side_apply_of_a_duplicate_gets_the_crds_message_with_atomic_lists(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    document = feedbackstore("dup-ssa", DUPLICATE_THUMBS)
+    code, output = apply(control_plane, namespace, document, "gitops", "--dry-run=server")
+    assert code == 1
+    assert output == f'The FeedbackStore "dup-ssa" is invalid: {": ".join(DUP_HUMAN_THUMBS[::2])}\n'
+
+
+def test_a_map_list_merges_another_managers_score_into_a_gitops_store(
+    control_plane: ControlPlane, namespace: str, evidence: str
+) -> None:
+    def store(*names: str) -> dict[str, Any]:
+        document = feedbackstore("merged", human(*(score(n) for n in names)))
+        return {**document, "apiVersion": evidence}
+
+    assert apply(control_plane, namespace, store("thumbs", "accuracy"), "gitops")[0] == 0
+    assert apply(control_plane, namespace, store("csat"), "someone-else")[0] == 0
+    assert apply(control_plane, namespace, store("thumbs"), "gitops")[0] == 0
+    names = control_plane.kubectl("get", f"{PLURAL}.{EVIDENCE_GROUP}", "merged",
+                                  "-n", namespace, "-o", "jsonpath={.spec.human.scores[*].name}",
+                                  check=True)  # fmt: skip
+    assert names.stdout == "thumbs csat"
+
+
+def test_an_atomic_list_makes_another_manager_take_the_whole_list(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    def store(*names: str) -> dict[str, Any]:
+        return feedbackstore("atomic", human(*(score(n) for n in names)))
+
+    assert apply(control_plane, namespace, store("thumbs", "accuracy"), "gitops")[0] == 0
+    code, output = apply(control_plane, namespace, store("csat"), "someone-else")
+    assert code == 1
+    assert 'Apply failed with 1 conflict: conflict with "gitops": .spec.human.scores' in output
+
+
+def test_reason_field_value_duplicate_drops_the_rules_message(
+    api: k8s.CustomObjectsApi, namespace: str, evidence: str
+) -> None:
+    spec = {"external": [channel("a", "csat"), channel("b", "csat")]}
+    body = {**feedbackstore("dup-reason", spec), "apiVersion": evidence}
+    with pytest.raises(k8s.ApiException) as refused_by:
+        api.create_namespaced_custom_object(EVIDENCE_GROUP, VERSION, namespace, PLURAL, body,
+                                            dry_run="All")  # fmt: skip
+    causes = Answer(422, json.loads(refused_by.value.body)).causes
+    assert causes == {("spec.external", "FieldValueDuplicate", "Duplicate value")}

@@ -263,6 +263,8 @@ def test_chaos_of_every_kind_still_leaves_no_object_stale(apiserver: ApiServerEm
 ALLOWED = [
     # (method, path pattern): exactly the RBAC the README documents.
     ("GET", r"^/apis/agents\.ctxmesh\.ai/v1beta1/feedbackstores$"),  # list, watch
+    # in-use protection: AgentDeployments looked for (404 here), listed and watched
+    ("GET", r"^/apis/agents\.ctxmesh\.ai/v1beta1/agentdeployments$"),
     ("PATCH", r"^/apis/agents\.ctxmesh\.ai/v1beta1/namespaces/[^/]+/feedbackstores/[^/]+/status$"),
     ("GET", rf"^/apis/coordination\.k8s\.io/v1/namespaces/{NS}/leases/[^/]+$"),
     ("POST", rf"^/apis/coordination\.k8s\.io/v1/namespaces/{NS}/leases$"),

@@ -107,17 +107,21 @@ def plan_status(obj: dict[str, Any], now: datetime) -> StatusPlan:
     return StatusPlan(desired, previous, verdict, needs_write(previous, desired))
 
 
-def apply_configuration(obj: dict[str, Any], condition: dict[str, Any]) -> dict[str, Any]:
-    """The server-side apply body: identity plus our one condition, nothing else.
+def apply_configuration(
+    obj: dict[str, Any], condition: dict[str, Any], *others: dict[str, Any]
+) -> dict[str, Any]:
+    """The server-side apply body: identity plus our conditions, nothing else.
 
     `status.conditions` is a list map keyed by `type`, so applying a list that
-    holds only `Validated` claims that entry alone; conditions other managers
-    own are merged, not replaced.
+    holds only ours (`Validated`, and `InUse` when in-use protection has one)
+    claims those entries alone; conditions other managers own are merged, not
+    replaced. Every condition the writer owns goes in each apply: one left out
+    would be removed.
     """
     metadata = obj["metadata"]
     return {
         "apiVersion": limits.API_VERSION,
         "kind": limits.KIND,
         "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
-        "status": {"conditions": [condition]},
+        "status": {"conditions": [condition, *others]},
     }

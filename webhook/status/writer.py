@@ -8,6 +8,11 @@ are. Failures map to what Kubernetes means by them:
   backoff, planning from the newer object the watch has brought meanwhile;
 - 429 and 5xx, refused or cut connections: retry the key after its own capped,
   jittered backoff (at least the server's `Retry-After`).
+
+With in-use protection (`protection`), the same reconcile also plans the
+`InUse` condition (applied together with `Validated`: one field manager's
+apply must hold every condition it owns) and then adds or removes our
+finalizer on the main resource (`usage`, SPEC §7).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from webhook.status.cache import Key, ObjectCache, resource_version
@@ -25,7 +31,9 @@ from webhook.status.condition import StatusPlan, apply_configuration, plan_statu
 from webhook.status.events import EventRecorder, transition
 from webhook.status.kubeapi import FeedbackStoreApi, retry_after, status_code
 from webhook.status.metrics import WriterMetrics
+from webhook.status.protection import Protection
 from webhook.status.timestamps import utc_now
+from webhook.status.usage import Finalizer, UsagePlan, deleting, finalizer_configuration, plan_usage
 from webhook.status.workqueue import WorkQueue
 
 log = logging.getLogger("webhook.status.writer")
@@ -47,12 +55,14 @@ class StatusWriter:
         metrics: WriterMetrics,
         recorder: EventRecorder | None,
         is_leader: Callable[[], bool],
+        protection: Protection | None = None,
     ) -> None:
         self._api = api
         self._cache = cache
         self._metrics = metrics
         self._recorder = recorder
         self._is_leader = is_leader
+        self._protection = protection
         self._lock = threading.Lock()
         self._invalid: set[Key] = set()
 
@@ -85,15 +95,63 @@ class StatusWriter:
         obj = self._cache.get(key)
         if obj is None:
             return Outcome("gone")
-        plan = plan_status(obj, utc_now())
+        now = utc_now()
+        plan = plan_status(obj, now)
         self._track_validity(key, plan.verdict.valid)
-        if not plan.needed:
-            return Outcome("up_to_date")
+        usage = self._plan_usage(key, obj, now)
+        if not plan.needed and (usage is None or not usage.needed):
+            return self._finalize(key, obj, usage, now, Outcome("up_to_date"))
         try:
-            written = self._write(key, obj, plan)
+            written = self._write(key, obj, plan, usage)
         except Exception as error:  # classified below
             return self._classify(key, error)
         self._after_write(key, obj, plan, written)
+        if usage is not None and usage.needed:
+            self._after_usage_write(key, obj, usage, now)
+        fresh = written if isinstance(written.get("metadata"), dict) else obj
+        return self._finalize(key, fresh, usage, now, Outcome("written"))
+
+    def _plan_usage(self, key: Key, obj: dict[str, Any], now: datetime) -> UsagePlan | None:
+        if self._protection is None:
+            return None
+        return plan_usage(obj, self._protection.view(key), now)
+
+    def _after_usage_write(
+        self, key: Key, obj: dict[str, Any], usage: UsagePlan, now: datetime
+    ) -> None:
+        condition = usage.condition or {}
+        log.info(
+            "in-use condition written",
+            extra={
+                **_where(key),
+                "status": condition.get("status"),
+                "reason": condition.get("reason"),
+            },
+        )
+        if usage.deferred and self._protection is not None:
+            self._protection.record(
+                obj, str(condition.get("reason")), str(condition.get("message")), now
+            )
+
+    def _finalize(
+        self, key: Key, obj: dict[str, Any], usage: UsagePlan | None, now: datetime, done: Outcome
+    ) -> Outcome:
+        """Add or remove our finalizer when the plan says so; `done` when nothing else is due."""
+        if usage is None or usage.finalizer is None or self._protection is None:
+            return done
+        hold = usage.finalizer is Finalizer.ADD
+        try:
+            written = self._protection.finalizers.apply(
+                key[0], key[1], finalizer_configuration(obj, hold)
+            )
+        except Exception as error:  # classified as for the status write
+            return self._classify(key, error)
+        self._metrics.writes.labels("ok").inc()
+        if isinstance(written.get("metadata"), dict):
+            self._cache.put_if_unchanged(key, resource_version(obj), written)
+        log.info("finalizer " + ("added" if hold else "removed"), extra=_where(key))
+        if not hold and deleting(obj):
+            self._protection.record_release(obj, now)
         return Outcome("written")
 
     def _classify(self, key: Key, error: Exception) -> Outcome:
@@ -112,10 +170,14 @@ class StatusWriter:
         self._metrics.writes.labels("error").inc()
         return self._failed(key, "status write failed", error)
 
-    def _write(self, key: Key, obj: dict[str, Any], plan: StatusPlan) -> dict[str, Any]:
+    def _write(
+        self, key: Key, obj: dict[str, Any], plan: StatusPlan, usage: UsagePlan | None
+    ) -> dict[str, Any]:
+        others = [usage.condition] if usage is not None and usage.condition is not None else []
+        body = apply_configuration(obj, plan.condition, *others)
         started = time.perf_counter()
         try:
-            return self._api.apply_status(key[0], key[1], apply_configuration(obj, plan.condition))
+            return self._api.apply_status(key[0], key[1], body)
         finally:
             self._metrics.write_seconds.observe(time.perf_counter() - started)
 

@@ -1,0 +1,31 @@
+"""The vocabulary of in-use protection (SPEC §7), stated once for every adapter.
+
+The status writer writes the `InUse` condition and holds the finalizer, the
+webhook reads the condition on DELETE to warn, the CRD shows it as a printer
+column, the doctor looks for stores the finalizer still holds. Like
+`limits`, this is identity, not behaviour: no I/O, nothing to import but names.
+"""
+
+from typing import Final
+
+# The platform's agents, which name their store in `spec.feedbackStoreRef`.
+AGENT_GROUP: Final = "agents.ctxmesh.ai"
+AGENT_VERSION: Final = "v1beta1"  # storage version; v1alpha1 is served too, deprecated
+AGENT_KIND: Final = "AgentDeployment"
+AGENT_PLURAL: Final = "agentdeployments"
+AGENT_KINDS: Final = "AgentDeployments"  # as written in messages
+
+# Held by the status writer on a store in use, as `kubernetes.io/pvc-protection` on a PVC.
+FINALIZER: Final = "agents.ctxmesh.ai/in-use-protection"
+
+CONDITION_TYPE: Final = "InUse"
+REASON_REFERENCED: Final = "Referenced"
+REASON_DEFERRED: Final = "DeletionDeferred"
+REASON_NOT_REFERENCED: Final = "NotReferenced"
+REASON_NOT_SERVED: Final = "AgentDeploymentsNotServed"
+# Event reason when the writer lets a deferred deletion go on.
+REASON_RELEASED: Final = "DeletionReleased"
+
+# Agents named in the condition's message; the rest are counted. The message is
+# what `kubectl describe` and the webhook's DELETE warning show.
+MAX_NAMED_AGENTS: Final = 10

@@ -1,0 +1,197 @@
+"""The writer's view of AgentDeployments: which store each one names, kept by list and watch.
+
+Only `spec.feedbackStoreRef` is kept, not the agents themselves, in a
+`ReferenceIndex`; every change queues the stores it touched, so a reference
+that appears or goes away is reconciled at once. The list-watch loop is the
+writer's own `Informer`, fed a cache that routes instead of storing.
+
+The feature needs the AgentDeployment CRD. Before watching, the resource is
+looked for with a one-item list: a 404 means it is not served, which is said
+once in the log and looked for again every `recheck_seconds`; until it is,
+stores are planned as used by nothing (`NOT_SERVED`). A view that has not
+synced yet is `None`, and nothing is decided on it (SPEC §7: a finalizer is
+never removed on a view that is not synced).
+"""
+
+from __future__ import annotations
+
+import http
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+import urllib3
+from kubernetes.client import ApiClient
+
+from webhook.rules import inuse
+from webhook.status.cache import Key, ObjectCache
+from webhook.status.informer import Informer, InformerSettings
+from webhook.status.kubeapi import LIST_TIMEOUT, FeedbackStoreApi, status_code
+from webhook.status.metrics import WriterMetrics
+from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference
+from webhook.status.workqueue import WorkQueue
+
+log = logging.getLogger("webhook.status.agents")
+
+
+class AgentDeploymentApi(FeedbackStoreApi):
+    """List and watch AgentDeployments (storage version), in one namespace or all.
+
+    The FeedbackStore adapter with the other resource: the same list paging and
+    watch options, so the `Informer` drives both alike.
+    """
+
+    def served(self) -> bool:
+        """Whether the resource is served: a one-item list, 404 when the CRD is absent."""
+        try:
+            response = self._collection(limit=1, _request_timeout=LIST_TIMEOUT)
+        except Exception as error:
+            if status_code(error) == http.HTTPStatus.NOT_FOUND:
+                return False
+            raise
+        response.drain_conn()
+        response.release_conn()
+        return True
+
+    def apply_status(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError("the writer never writes AgentDeployments")
+
+    def _collection(self, **options: Any) -> urllib3.BaseHTTPResponse:
+        options = {key: value for key, value in options.items() if value is not None}
+        options["_preload_content"] = False
+        group, version, plural = inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL
+        if self.namespace is None:
+            response = self._api.list_cluster_custom_object(group, version, plural, **options)
+        else:
+            response = self._api.list_namespaced_custom_object(
+                group, version, self.namespace, plural, **options
+            )
+        return cast(urllib3.BaseHTTPResponse, response)
+
+
+class _References(ObjectCache):
+    """An `ObjectCache` for the `Informer` that keeps each agent's reference, not the agent."""
+
+    def __init__(self, index: ReferenceIndex, lock: threading.Lock, touched: WorkQueue[Key]):
+        super().__init__()
+        self._index = index
+        self._index_lock = lock
+        self._touched = touched
+
+    def put(self, key: Key, obj: dict[str, Any]) -> None:
+        with self._index_lock:
+            stores = self._index.link(key, store_reference(obj))
+        self._queue(stores)
+
+    def delete(self, key: Key) -> None:
+        with self._index_lock:
+            stores = self._index.remove(key)
+        self._queue(stores)
+
+    def replace(self, objects: dict[Key, dict[str, Any]]) -> list[Key]:
+        with self._index_lock:
+            stores = self._index.replace({k: store_reference(o) for k, o in objects.items()})
+        self._queue(stores)
+        return []
+
+    def _queue(self, stores: set[Key]) -> None:
+        for store in stores:
+            self._touched.add(store)
+
+
+class _Discard(WorkQueue[Key]):
+    """The agent keys the `Informer` queues: no work of their own (the stores are queued)."""
+
+    def add(self, key: Key) -> None:
+        return
+
+
+class AgentView:
+    """Who references which store, as far as a synced watch of AgentDeployments knows."""
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        namespace: str | None,
+        store_queue: WorkQueue[Key],
+        settings: InformerSettings,
+        replan: Callable[[], None],
+        recheck_seconds: float = 30.0,
+    ) -> None:
+        self._api = AgentDeploymentApi(api_client, namespace)
+        self._lock = threading.Lock()
+        self._index = ReferenceIndex()
+        self._store_queue = store_queue
+        self._recheck = recheck_seconds
+        self._replan = replan
+        self._stop = threading.Event()
+        self._not_served = False
+        # Its own metrics registry: the writer's gauges and counters speak of stores only.
+        self.informer = Informer(
+            self._api,
+            _References(self._index, self._lock, store_queue),
+            _Discard(),
+            WriterMetrics(),
+            settings,
+        )
+
+    def view(self, store: Key) -> View:
+        if self.informer.synced.is_set():
+            with self._lock:
+                return self._index.holders(store)
+        return NOT_SERVED if self._not_served else None
+
+    def run(self) -> None:
+        """Thread target: wait until the resource is served, then list and watch it."""
+        announced = False
+        while not self._stop.is_set():
+            try:
+                served = self._api.served()
+            except Exception as error:  # transport, 5xx, 403: unknown, try again later
+                log.warning(
+                    "cannot tell whether AgentDeployments are served",
+                    extra={"status": status_code(error), "error": f"{error}"[:300]},
+                )
+                self._stop.wait(self._recheck)
+                continue
+            if served:
+                self._not_served = False
+                log.info("in-use protection on: watching AgentDeployments")
+                threading.Thread(
+                    target=self._replan_once_synced, name="status-agents-synced", daemon=True
+                ).start()
+                self.informer.run()
+                return
+            if not announced:
+                log.info(
+                    "in-use protection off: AgentDeployments are not served; looking again "
+                    f"every {self._recheck:g} s",
+                    extra={"resource": f"{inuse.AGENT_PLURAL}.{inuse.AGENT_GROUP}"},
+                )
+                announced = True
+            self._mark_not_served()
+            self._stop.wait(self._recheck)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.informer.stop()
+
+    def _mark_not_served(self) -> None:
+        """The first time: every store is planned again (a stale `InUse` corrected)."""
+        if not self._not_served:
+            self._not_served = True
+            self._replan()
+
+    def _replan_once_synced(self) -> None:
+        """Once the first list is in, every store is planned again on the full view.
+
+        The stores the list touched are queued by the index already; this is for
+        the others, such as a store whose last agent went while no writer ran and
+        which still carries our finalizer.
+        """
+        while not self._stop.is_set():
+            if self.informer.synced.wait(1.0):
+                log.info("AgentDeployments synced; planning every store again")
+                self._replan()
+                return

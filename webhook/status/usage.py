@@ -1,0 +1,225 @@
+"""Who uses which FeedbackStore, and what that means for its `InUse` condition and finalizer.
+
+Pure, as `condition` is for `Validated`: the writer asks `plan_usage(store,
+view, now)` and learns the condition the store should hold, whether it must be
+written, and whether our finalizer must be added or removed. `view` is what
+the writer knows about AgentDeployments: not yet synced (`None`: decide
+nothing, keep what is there), not served at all (`NOT_SERVED`: nothing can use
+a store), or the names of the agents whose `spec.feedbackStoreRef` names it.
+
+The finalizer works as `kubernetes.io/pvc-protection` does for a PVC in use:
+it is added while agents reference the store (it cannot be added once
+deletion has begun: kube-apiserver forbids new finalizers then), and removed
+as soon as none does, so a store never referenced, or no longer, is deleted at
+once and a referenced one waits, `Terminating`, for its last agent.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from webhook.rules import inuse, limits
+from webhook.status.cache import Key
+from webhook.status.condition import STATUS_FALSE, STATUS_TRUE
+from webhook.status.timestamps import parse_time, rfc3339
+
+_COMPARED: Final = ("status", "reason", "message")
+
+
+class NotServed(enum.Enum):
+    """The AgentDeployment resource is not served: the feature is off."""
+
+    NOT_SERVED = "not_served"
+
+
+NOT_SERVED: Final = NotServed.NOT_SERVED
+# None: the view is not synced; a tuple: the sorted names of the agents using the store.
+View = tuple[str, ...] | NotServed | None
+
+
+class Finalizer(enum.Enum):
+    ADD = "add"
+    REMOVE = "remove"
+
+
+def store_reference(agent: object) -> Key | None:
+    """`(namespace, store name)` an AgentDeployment names, or None when it names none."""
+    if not isinstance(agent, dict):
+        return None
+    metadata, spec = agent.get("metadata"), agent.get("spec")
+    if not isinstance(metadata, dict) or not isinstance(spec, dict):
+        return None
+    namespace, ref = metadata.get("namespace"), spec.get("feedbackStoreRef")
+    if not isinstance(namespace, str) or not namespace or not isinstance(ref, str) or not ref:
+        return None
+    return namespace, ref
+
+
+class ReferenceIndex:
+    """Agent → the store it names, and store → the agents naming it.
+
+    Each change returns the stores it touched, for the writer to plan again.
+
+    Not locked: the adapter that feeds it from the watch holds the lock.
+    """
+
+    def __init__(self) -> None:
+        self._store_of: dict[Key, Key] = {}
+        self._agents_of: dict[Key, set[str]] = {}
+
+    def link(self, agent: Key, store: Key | None) -> set[Key]:
+        before = self._store_of.get(agent)
+        if before == store:
+            return set()
+        self._unlink(agent, before)
+        if store is not None:
+            self._store_of[agent] = store
+            self._agents_of.setdefault(store, set()).add(agent[1])
+        return {key for key in (before, store) if key is not None}
+
+    def remove(self, agent: Key) -> set[Key]:
+        return self.link(agent, None)
+
+    def replace(self, references: Mapping[Key, Key | None]) -> set[Key]:
+        """Swap in a fresh list's references; every store whose agents changed is returned."""
+        touched: set[Key] = set()
+        for agent in [a for a in self._store_of if a not in references]:
+            touched |= self.remove(agent)
+        for agent, store in references.items():
+            touched |= self.link(agent, store)
+        return touched
+
+    def holders(self, store: Key) -> tuple[str, ...]:
+        return tuple(sorted(self._agents_of.get(store, ())))
+
+    def _unlink(self, agent: Key, store: Key | None) -> None:
+        if store is None:
+            return
+        del self._store_of[agent]
+        names = self._agents_of[store]
+        names.discard(agent[1])
+        if not names:
+            del self._agents_of[store]
+
+
+def agents_phrase(holders: tuple[str, ...], limit: int = inuse.MAX_NAMED_AGENTS) -> str:
+    """`2 AgentDeployments: a, b`, naming at most `limit` and counting the rest."""
+    count = len(holders)
+    kind = inuse.AGENT_KIND if count == 1 else inuse.AGENT_KINDS
+    named = ", ".join(holders[:limit])
+    rest = f" and {count - limit} more" if count > limit else ""
+    return f"{count} {kind}: {named}{rest}"
+
+
+def deleting(store: dict[str, Any]) -> bool:
+    metadata = store.get("metadata")
+    return isinstance(metadata, dict) and metadata.get("deletionTimestamp") is not None
+
+
+def has_finalizer(store: dict[str, Any]) -> bool:
+    metadata = store.get("metadata")
+    finalizers = metadata.get("finalizers") if isinstance(metadata, dict) else None
+    return isinstance(finalizers, list) and inuse.FINALIZER in finalizers
+
+
+def current_in_use(store: dict[str, Any]) -> dict[str, Any] | None:
+    status = store.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, dict) and condition.get("type") == inuse.CONDITION_TYPE:
+            return condition
+    return None
+
+
+def in_use_fields(store: dict[str, Any], view: tuple[str, ...] | NotServed) -> tuple[str, str, str]:
+    """`(status, reason, message)` of the `InUse` condition for a known view."""
+    if view is NOT_SERVED:
+        return STATUS_FALSE, inuse.REASON_NOT_SERVED, f"no {inuse.AGENT_KIND} resource is served"
+    if not view:
+        return STATUS_FALSE, inuse.REASON_NOT_REFERENCED, f"no {inuse.AGENT_KIND} references it"
+    if deleting(store):
+        return (
+            STATUS_TRUE,
+            inuse.REASON_DEFERRED,
+            f"deletion deferred until no {inuse.AGENT_KIND} references it; "
+            f"in use by {agents_phrase(view)}",
+        )
+    return STATUS_TRUE, inuse.REASON_REFERENCED, f"in use by {agents_phrase(view)}"
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePlan:
+    """The `InUse` condition to hold (None: none), whether to write it, the finalizer change."""
+
+    condition: dict[str, Any] | None
+    previous: dict[str, Any] | None
+    needed: bool
+    finalizer: Finalizer | None
+
+    @property
+    def deferred(self) -> bool:
+        """The deletion has just been deferred (the Event-worthy moment)."""
+        reason = self.condition.get("reason") if self.condition else None
+        return reason == inuse.REASON_DEFERRED and (
+            self.previous is None or self.previous.get("reason") != inuse.REASON_DEFERRED
+        )
+
+
+def plan_usage(store: dict[str, Any], view: View, now: datetime) -> UsagePlan:
+    """What in-use protection wants of this store, given what is known of the agents."""
+    previous = current_in_use(store)
+    if view is None:  # not synced: keep what is there, change nothing
+        return UsagePlan(previous, previous, False, None)
+    if view is NOT_SERVED and previous is None:
+        return UsagePlan(None, None, False, _finalizer(store, ()))
+    status, reason, message = in_use_fields(store, view)
+    condition: dict[str, Any] = {
+        "type": inuse.CONDITION_TYPE,
+        "status": status,
+        "reason": reason,
+        "message": message,
+    }
+    kept = previous.get("lastTransitionTime") if previous is not None else None
+    if previous is not None and previous.get("status") == status and parse_time(kept) is not None:
+        condition["lastTransitionTime"] = kept
+    else:
+        condition["lastTransitionTime"] = rfc3339(now)
+    needed = (
+        previous is None
+        or parse_time(previous.get("lastTransitionTime")) is None
+        or any(previous.get(key) != condition[key] for key in _COMPARED)
+    )
+    holders = () if view is NOT_SERVED else view
+    return UsagePlan(condition, previous, needed, _finalizer(store, holders))
+
+
+def _finalizer(store: dict[str, Any], holders: Iterable[str]) -> Finalizer | None:
+    held = has_finalizer(store)
+    in_use = any(True for _ in holders)
+    if in_use and not held and not deleting(store):
+        return Finalizer.ADD
+    if not in_use and held:
+        return Finalizer.REMOVE
+    return None
+
+
+def finalizer_configuration(store: dict[str, Any], hold: bool) -> dict[str, Any]:
+    """The server-side apply body for the main resource: identity, and our finalizer or none.
+
+    `metadata.finalizers` is a set-type list, so applying `[ours]` claims only
+    that entry and others' finalizers stay; applying none (as the same field
+    manager) gives it up, which removes it. `uid` makes the apply a
+    precondition on this very object: one deleted and recreated meanwhile is
+    not touched (kube-apiserver answers 409).
+    """
+    metadata = store["metadata"]
+    body_metadata: dict[str, Any] = {"name": metadata["name"], "namespace": metadata["namespace"]}
+    if isinstance(metadata.get("uid"), str):
+        body_metadata["uid"] = metadata["uid"]
+    if hold:
+        body_metadata["finalizers"] = [inuse.FINALIZER]
+    return {"apiVersion": limits.API_VERSION, "kind": limits.KIND, "metadata": body_metadata}

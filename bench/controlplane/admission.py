@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import pathlib
 import statistics
 import sys
@@ -41,7 +42,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "admission"
 import yaml
 from kubernetes import client as k8s
 from payloads import small_spec
-from plane import AuditTail, create_namespaces, load_average, percentile, server_seconds
+from plane import (
+    AuditTail,
+    create_namespaces,
+    load_average,
+    percentile,
+    server_seconds,
+    snapshot,
+)
 
 from tests.kube.cluster import (
     API_VERSION,
@@ -219,8 +227,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--creates", type=int, default=500)
     parser.add_argument("--json", type=pathlib.Path, help="also write the raw timings here")
+    parser.add_argument("--ref", default="HEAD", help="commit whose webhook is measured")
+    parser.add_argument(
+        "--working-tree", action="store_true", help="measure the working tree as it is instead"
+    )
     args = parser.parse_args()
-    result = run(binaries(), args.creates)
+    with tempfile.TemporaryDirectory(prefix="bench-admission-code-") as code:
+        commit = "working tree"
+        if not args.working_tree:
+            commit = snapshot(pathlib.Path(code), args.ref)
+            # webhook_server() starts the console script with this process's environment.
+            os.environ["PYTHONPATH"] = code
+        print(f"webhook code: {commit}")
+        result = run(binaries(), args.creates)
+    result["code"] = commit
     report(result)
     if args.json:
         args.json.write_text(json.dumps(result))

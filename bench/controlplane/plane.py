@@ -7,10 +7,13 @@ counts what the server saw, not what a client believes it sent.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pathlib
+import subprocess
 import sys
+import tarfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -89,6 +92,35 @@ def timestamp(text: str) -> float:
 def server_seconds(event: dict[str, Any]) -> float:
     """How long the server took over a request, from its own two timestamps."""
     return timestamp(event["stageTimestamp"]) - timestamp(event["requestReceivedTimestamp"])
+
+
+def snapshot(directory: pathlib.Path, ref: str = "HEAD") -> str:
+    """Export the `webhook` package at `ref` into `directory`; return the commit.
+
+    Other work goes on in this checkout while a benchmark runs, and the package
+    is installed editable: a process started from the working tree would run
+    whatever half-made change is there at that moment. The measured processes
+    run this export instead (first on PYTHONPATH), so a run measures one commit.
+    """
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", ref],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit, "webhook"], capture_output=True, check=True
+    ).stdout
+    directory.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(directory, filter="data")
+    return commit
+
+
+def code_env(source: pathlib.Path | None) -> dict[str, str]:
+    """The environment for a measured process: the snapshot first on its path, no KUBE* vars."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
+    return env
 
 
 def admin(plane: ControlPlane) -> k8s.ApiClient:

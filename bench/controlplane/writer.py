@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import pathlib
 import signal
 import subprocess
@@ -50,6 +49,7 @@ from plane import (
     WRITER_AGENT,
     AuditTail,
     admin,
+    code_env,
     count_kinds,
     cpu_seconds,
     create_all,
@@ -58,6 +58,7 @@ from plane import (
     list_body,
     load_average,
     proc_status,
+    snapshot,
     timestamp,
 )
 
@@ -97,10 +98,9 @@ def stores(count: int) -> list[dict[str, Any]]:
 
 
 def launch(
-    plane: ControlPlane, workdir: pathlib.Path, name: str, workers: int
+    plane: ControlPlane, workdir: pathlib.Path, name: str, workers: int, env: dict[str, str]
 ) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-    env["POD_NAME"] = name
+    env = {**env, "POD_NAME": name}
     with (workdir / f"{name}.log").open("wb") as log:
         return subprocess.Popen(
             [CONSOLE_SCRIPT, "status-writer", "--kubeconfig", str(plane.kubeconfig),
@@ -174,11 +174,12 @@ def stale(plane: ControlPlane) -> tuple[int, int]:
 
 
 def cold_start(plane: ControlPlane, workdir: pathlib.Path, tail: AuditTail, count: int,
-               workers: int) -> tuple[dict[str, Any], subprocess.Popen[bytes]]:  # fmt: skip
+               workers: int, env: dict[str, str],
+               ) -> tuple[dict[str, Any], subprocess.Popen[bytes]]:  # fmt: skip
     tail.skip_to_end()
     seen = WriterRequests(tail)
     launched = time.time()
-    process = launch(plane, workdir, "writer-cold", workers)
+    process = launch(plane, workdir, "writer-cold", workers, env)
 
     def all_written() -> bool:
         seen.poll()
@@ -244,10 +245,10 @@ def lease_holder(plane: ControlPlane) -> str:
 
 
 def warm_start(plane: ControlPlane, workdir: pathlib.Path, tail: AuditTail,
-               workers: int) -> dict[str, Any]:  # fmt: skip
+               workers: int, env: dict[str, str]) -> dict[str, Any]:  # fmt: skip
     seen = WriterRequests(tail)
     launched = time.time()
-    process = launch(plane, workdir, "writer-warm", workers)
+    process = launch(plane, workdir, "writer-warm", workers, env)
     wait_for(lambda: lease_holder(plane).startswith("writer-warm_"), "leading", process)
     leading = time.time() - launched
     time.sleep(WARM_OBSERVATION)
@@ -323,7 +324,7 @@ def baseline(plane: ControlPlane, workers: int) -> dict[str, Any]:
 
 
 def run_size(
-    bin_dir: pathlib.Path, count: int, workers: int, keep: pathlib.Path | None
+    bin_dir: pathlib.Path, count: int, workers: int, keep: pathlib.Path | None, env: dict[str, str]
 ) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-writer-") as tmp:
         workdir = pathlib.Path(tmp)
@@ -335,12 +336,12 @@ def run_size(
             seeded = time.perf_counter() - begun
             tail = AuditTail(plane.audit_log)
             load_before = load_average()
-            cold, process = cold_start(plane, workdir, tail, count, workers)
+            cold, process = cold_start(plane, workdir, tail, count, workers, env)
             cold_exit = stop(process)
             cold["seen"].poll()  # its Lease release, and its watch ending
             cold["requests_with_shutdown"] = count_kinds(cold.pop("seen").events)
             cold["exit"] = cold_exit
-            warm = warm_start(plane, workdir, tail, workers)
+            warm = warm_start(plane, workdir, tail, workers, env)
             footprint = cache_footprint(list_body(plane))
             clear_conditions(plane, 8)
             base = baseline(plane, workers)
@@ -416,13 +417,22 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--keep", type=pathlib.Path, help="copy writer logs and audit logs here")
     parser.add_argument("--json", type=pathlib.Path, help="also write the raw results here")
+    parser.add_argument("--ref", default="HEAD", help="commit whose writer is measured")
+    parser.add_argument(
+        "--working-tree", action="store_true", help="measure the working tree as it is instead"
+    )
     args = parser.parse_args()
     bin_dir = binaries()
     results = []
-    for count in args.objects:
-        result = run_size(bin_dir, count, args.workers, args.keep)
-        report(result)
-        results.append(result)
+    with tempfile.TemporaryDirectory(prefix="bench-writer-code-") as code:
+        source = None if args.working_tree else pathlib.Path(code)
+        commit = "working tree" if source is None else snapshot(pathlib.Path(code), args.ref)
+        print(f"status writer code: {commit}")
+        for count in args.objects:
+            result = run_size(bin_dir, count, args.workers, args.keep, code_env(source))
+            result["code"] = commit
+            report(result)
+            results.append(result)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

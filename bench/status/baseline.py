@@ -35,7 +35,7 @@ def apply(api: FeedbackStoreApi, obj: dict[str, Any], condition: dict[str, Any])
 def main(url: str, samples: int) -> None:
     api = FeedbackStoreApi(client.ApiClient(client.Configuration(host=url)))
     started = time.perf_counter()
-    items, _ = api.list()
+    items = api.list().items
     writes = 0
     for obj in items:
         plan = plan_status(obj, utc_now())

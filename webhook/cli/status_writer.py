@@ -16,6 +16,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 EXIT_OK = 0
 EXIT_CONFIG = 2
@@ -92,6 +94,24 @@ def register(subparsers: Any) -> None:
         "--workers", type=_positive_int, default=4, metavar="N", help="concurrent status writes"
     )
     parser.add_argument(
+        "--qps",
+        type=_non_negative_float,
+        default=DEFAULT_QPS,
+        metavar="N",
+        help=(
+            "client-side limit: requests per second to the API server, watches excepted, as "
+            "client-go's (default %(default)s, what kube-controller-manager ships with; 0: no "
+            "limit but kube-apiserver's own priority and fairness)"
+        ),
+    )
+    parser.add_argument(
+        "--burst",
+        type=_positive_int,
+        default=DEFAULT_BURST,
+        metavar="N",
+        help="requests allowed at once above --qps after a quiet spell (default %(default)s)",
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         choices=("debug", "info", "warning", "error"),
@@ -131,6 +151,8 @@ def _serve(args: argparse.Namespace, api_client: Any) -> int:
         lease_name=args.lease_name,
         resync_seconds=args.resync_seconds,
         workers=max(args.workers, 1),
+        qps=args.qps,
+        burst=args.burst,
         lease_duration=args.lease_duration_seconds,
         renew_deadline=args.renew_deadline_seconds,
         retry_period=args.retry_period_seconds,
@@ -194,6 +216,13 @@ def _positive_float(text: str) -> float:
     value = float(text)
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
     return value
 
 

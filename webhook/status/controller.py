@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from kubernetes.client import ApiClient
 
 from webhook import __version__
-from webhook.status.agents import AgentView
 from webhook.status.cache import Key, ObjectCache
 from webhook.status.events import EventRecorder
 from webhook.status.informer import Informer, InformerSettings
 from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi, LeaseApi
 from webhook.status.leader import ElectionSettings, LeaderElector, holder_identity
 from webhook.status.metrics import WriterMetrics
-from webhook.status.protection import FinalizerApi, Protection, UsageEvents
+from webhook.status.pager import PAGE_SIZE
+from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket, throttle
 from webhook.status.workqueue import WorkQueue
 from webhook.status.writer import StatusWriter
 
@@ -33,8 +33,6 @@ log = logging.getLogger("webhook.status.controller")
 
 @dataclass(slots=True)
 class WriterSettings:
-    # In-use protection (SPEC §7): how often to look for the AgentDeployment CRD while absent.
-    agent_recheck_seconds: float = 30.0
     namespace: str | None = None
     lease_namespace: str = "default"
     lease_name: str = "feedbackstore-status-writer"
@@ -49,7 +47,10 @@ class WriterSettings:
     backoff_cap: float = 30.0
     retry_initial: float = 0.05
     retry_cap: float = 30.0
-    list_page_size: int | None = None
+    list_page_size: int | None = PAGE_SIZE
+    # Client-side rate limit on every request but watches (ratelimit.py); qps 0: none.
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
 
 
 class StatusController:
@@ -63,10 +64,16 @@ class StatusController:
         self.metrics = metrics or WriterMetrics()
         # Non-apply writes (Lease, Event) are attributed to the user agent's first word.
         api_client.user_agent = f"{FIELD_MANAGER}/{__version__}"
+        throttle(api_client, _bucket(settings))
+        # Leader election on a client (connection pool, token bucket) of its own, as
+        # kube-controller-manager's (resourcelock.NewFromKubeconfig): a renewal never
+        # queues behind throttled status writes and loses the Lease for it.
+        self._lease_client = throttle(ApiClient(api_client.configuration), _bucket(settings))
+        self._lease_client.user_agent = api_client.user_agent
         self.cache = ObjectCache()
         self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
         self.elector = LeaderElector(
-            LeaseApi(api_client, settings.lease_namespace, settings.lease_name),
+            LeaseApi(self._lease_client, settings.lease_namespace, settings.lease_name),
             ElectionSettings(
                 settings.identity,
                 settings.lease_duration,
@@ -77,27 +84,12 @@ class StatusController:
             on_started_leading=self.resync,
         )
         stores = FeedbackStoreApi(api_client, settings.namespace)
-        self.agents = AgentView(
-            api_client,
-            settings.namespace,
-            self.queue,
-            InformerSettings(
-                settings.watch_timeout_seconds, settings.backoff_initial, settings.backoff_cap
-            ),
-            replan=self.resync,
-            recheck_seconds=settings.agent_recheck_seconds,
-        )
         self.writer = StatusWriter(
             stores,
             self.cache,
             self.metrics,
             EventRecorder(api_client, settings.identity, self.metrics),
             self.elector.is_leader,
-            Protection(
-                self.agents.view,
-                FinalizerApi(api_client),
-                UsageEvents(api_client, settings.identity, self.metrics),
-            ),
         )
         self.informer = Informer(
             stores,
@@ -118,7 +110,6 @@ class StatusController:
 
     def start(self) -> None:
         self._spawn("status-informer", self.informer.run)
-        self._spawn("status-agents", self.agents.run)
         for index in range(max(self.settings.workers, 1)):
             self._spawn(f"status-worker-{index}", self._work)
         self._spawn("status-resync", self._resync_loop)
@@ -136,7 +127,6 @@ class StatusController:
         """Stop writing first, then give the Lease up, so a standby can take over at once."""
         self._stop.set()
         self.informer.stop()
-        self.agents.stop()
         self.queue.shutdown()
         for thread in self._threads:
             if thread is not self._elector_thread:
@@ -144,6 +134,7 @@ class StatusController:
         self.elector.stop()
         if self._elector_thread is not None:
             self._elector_thread.join(timeout)
+        self._lease_client.close()  # type: ignore[no-untyped-call]
         log.info("status writer stopped", extra={"identity": self.settings.identity})
 
     def resync(self) -> None:
@@ -173,3 +164,7 @@ class StatusController:
         thread.start()
         self._threads.append(thread)
         return thread
+
+
+def _bucket(settings: WriterSettings) -> TokenBucket | None:
+    return TokenBucket(settings.qps, settings.burst) if settings.qps > 0 else None

@@ -5,9 +5,10 @@ The client's `SharedInformer` is not used: in `kubernetes` 37 it reads a list's
 `CustomObjectsApi` returns, and its `Watch.stream` retries a 410 once from the
 same expired resourceVersion before giving up. This loop does what client-go's
 reflector does instead:
-- list, store everything, queue every key, then watch from the list's
-  resourceVersion with `allowWatchBookmarks` (bookmarks only move the
-  resourceVersion forward, so a reconnect after a quiet hour is not a 410);
+- list in pages of 500 (`limit`/`continue`, see pager.py), store everything,
+  queue every key, then watch from the list's resourceVersion with
+  `allowWatchBookmarks` (bookmarks only move the resourceVersion forward, so a
+  reconnect after a quiet hour is not a 410);
 - `410 Gone` (as an HTTP answer or an ERROR event) means our resourceVersion
   was compacted away: relist;
 - a watch the server ends normally (its `timeoutSeconds`) is resumed at once
@@ -33,6 +34,7 @@ from webhook.status.backoff import Backoff
 from webhook.status.cache import Key, ObjectCache, object_key, resource_version
 from webhook.status.kubeapi import TRANSPORT_ERRORS, FeedbackStoreApi, retry_after, status_code
 from webhook.status.metrics import WriterMetrics
+from webhook.status.pager import PAGE_SIZE
 from webhook.status.watch import (
     WatchEvent,
     WatchStreamError,
@@ -60,7 +62,8 @@ class InformerSettings:
     watch_timeout_seconds: int = 300
     backoff_initial: float = 0.8
     backoff_cap: float = 30.0
-    page_size: int | None = None
+    # Objects per list request (client-go's pager default); None lists everything at once.
+    page_size: int | None = PAGE_SIZE
     rng: random.Random = field(default_factory=random.Random)
 
 
@@ -114,9 +117,10 @@ class Informer:
                 response.shutdown()
 
     def _list(self) -> str:
-        items, version = self._api.list(self._settings.page_size)
+        listed = self._api.list(self._settings.page_size)
+        version = listed.resource_version
         fresh: dict[Key, dict[str, Any]] = {}
-        for item in items:
+        for item in listed.items:
             key = object_key(item)
             if key is not None:
                 fresh[key] = item
@@ -128,7 +132,15 @@ class Informer:
             self._queue.add(key)
         self._backoff.reset()
         self.synced.set()
-        log.info("listed", extra={"objects": len(fresh), "resourceVersion": version})
+        log.info(
+            "listed",
+            extra={
+                "objects": len(fresh),
+                "resourceVersion": version,
+                "requests": listed.requests,
+                "fullListFallback": listed.full_list_fallback,
+            },
+        )
         return version
 
     def _watch(self, version: str) -> None:

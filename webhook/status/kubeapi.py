@@ -20,6 +20,7 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from webhook.rules import limits
+from webhook.status.pager import PAGE_SIZE, Listed, Page, list_all
 
 FIELD_MANAGER: Final = "feedbackstore-status-writer"
 APPLY_PATCH: Final = "application/apply-patch+yaml"
@@ -77,19 +78,21 @@ class FeedbackStoreApi:
         self._api = CustomObjectsApi(api_client)
         self.namespace = namespace
 
-    def list(self, page_size: int | None = None) -> tuple[list[dict[str, Any]], str]:
-        """Every FeedbackStore and the list's resourceVersion to watch from."""
-        items: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            page = _read_json(
-                self._collection(limit=page_size, _continue=token, _request_timeout=LIST_TIMEOUT)
-            )
-            items.extend(item for item in page.get("items") or () if isinstance(item, dict))
-            metadata = page.get("metadata") or {}
-            token = metadata.get("continue") or None
-            if token is None:
-                return items, str(metadata.get("resourceVersion") or "")
+    def list(self, page_size: int | None = PAGE_SIZE) -> Listed:
+        """Every FeedbackStore and the list's resourceVersion to watch from, in pages."""
+        return list_all(self.list_page, page_size)
+
+    def list_page(self, limit: int | None, token: str | None) -> Page:
+        """One list request: up to `limit` objects, after `token` when given."""
+        page = _read_json(
+            self._collection(limit=limit, _continue=token, _request_timeout=LIST_TIMEOUT)
+        )
+        metadata = page.get("metadata") or {}
+        return Page(
+            [item for item in page.get("items") or () if isinstance(item, dict)],
+            str(metadata.get("resourceVersion") or ""),
+            metadata.get("continue") or None,
+        )
 
     def watch(
         self, resource_version: str, timeout_seconds: int, read_timeout: float

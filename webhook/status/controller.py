@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from kubernetes.client import ApiClient
 
 from webhook import __version__
+from webhook.status.agents import AgentView
 from webhook.status.cache import Key, ObjectCache
 from webhook.status.events import EventRecorder
 from webhook.status.informer import Informer, InformerSettings
@@ -24,6 +25,7 @@ from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi, LeaseApi
 from webhook.status.leader import ElectionSettings, LeaderElector, holder_identity
 from webhook.status.metrics import WriterMetrics
 from webhook.status.pager import PAGE_SIZE
+from webhook.status.protection import FinalizerApi, Protection, UsageEvents
 from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket, throttle
 from webhook.status.workqueue import WorkQueue
 from webhook.status.writer import StatusWriter
@@ -33,6 +35,8 @@ log = logging.getLogger("webhook.status.controller")
 
 @dataclass(slots=True)
 class WriterSettings:
+    # In-use protection (SPEC §7): how often to look for the AgentDeployment CRD while absent.
+    agent_recheck_seconds: float = 30.0
     namespace: str | None = None
     lease_namespace: str = "default"
     lease_name: str = "feedbackstore-status-writer"
@@ -84,12 +88,27 @@ class StatusController:
             on_started_leading=self.resync,
         )
         stores = FeedbackStoreApi(api_client, settings.namespace)
+        self.agents = AgentView(
+            api_client,
+            settings.namespace,
+            self.queue,
+            InformerSettings(
+                settings.watch_timeout_seconds, settings.backoff_initial, settings.backoff_cap
+            ),
+            replan=self.resync,
+            recheck_seconds=settings.agent_recheck_seconds,
+        )
         self.writer = StatusWriter(
             stores,
             self.cache,
             self.metrics,
             EventRecorder(api_client, settings.identity, self.metrics),
             self.elector.is_leader,
+            Protection(
+                self.agents.view,
+                FinalizerApi(api_client),
+                UsageEvents(api_client, settings.identity, self.metrics),
+            ),
         )
         self.informer = Informer(
             stores,
@@ -110,6 +129,7 @@ class StatusController:
 
     def start(self) -> None:
         self._spawn("status-informer", self.informer.run)
+        self._spawn("status-agents", self.agents.run)
         for index in range(max(self.settings.workers, 1)):
             self._spawn(f"status-worker-{index}", self._work)
         self._spawn("status-resync", self._resync_loop)
@@ -127,6 +147,7 @@ class StatusController:
         """Stop writing first, then give the Lease up, so a standby can take over at once."""
         self._stop.set()
         self.informer.stop()
+        self.agents.stop()
         self.queue.shutdown()
         for thread in self._threads:
             if thread is not self._elector_thread:

@@ -21,7 +21,8 @@ from tests.admission_support.reviews import (
 )
 from tests.kube.cluster import SHIPPED_WEBHOOK
 from webhook.admission import decide, decode_review, review_answer
-from webhook.admission.audit import DELETE_ALLOWED, KEYS
+from webhook.admission.audit import KEYS
+from webhook.admission.deletion import UNKNOWN
 from webhook.rules import validate_feedbackstore
 
 SHIPPED_NAME: str = yaml.safe_load(SHIPPED_WEBHOOK.read_text())["webhooks"][0]["name"]
@@ -68,7 +69,7 @@ CASES = [
                  {"verdict": "allowed", "why": "terminating", "problems": "2"},
                  id="an UPDATE of a terminating object is allowed, its problems counted"),
     pytest.param(review("DELETE", None, feedbackstore(valid_spec())),
-                 {"verdict": "allowed", "why": "not_judged_operation", "delete": DELETE_ALLOWED},
+                 {"verdict": "allowed", "why": "not_judged_operation", "delete": UNKNOWN},
                  id="a DELETE is allowed and says what was decided about deleting"),
     pytest.param(review("CONNECT", None, None, name="support-feedback"),
                  {"verdict": "allowed", "why": "not_judged_operation"},

@@ -14,7 +14,7 @@ an auditor can grep for.
 | `verdict` | `allowed` or `denied` (the metrics' label values) |
 | `why` | the rule that decided (`webhook.admission.Why`, also in the log line) |
 | `problems` | how many problems the spec has, when it was validated |
-| `delete` | on a DELETE: what was decided about deleting the object |
+| `delete` | on a DELETE: the in-use decision (`webhook.admission.deletion`) |
 
 Every constant dict is built once; an answer copies one and adds the problem
 count, the only part that varies. Measured with timeit on this shared 2-core
@@ -39,18 +39,13 @@ KEYS: Final = (VERDICT, WHY, PROBLEMS, DELETE_DECISION)
 ALLOWED: Final = "allowed"
 DENIED: Final = "denied"
 
-# What `delete` says today: DELETE is never judged, so it is always allowed. The
-# in-use protection (not built yet: refuse deleting a store agents still write
-# to) decides here instead, and its answer ("in use by …: denied", "not in use:
-# allowed") replaces this value; the key stays.
-DELETE_ALLOWED: Final = "operation DELETE allowed"
 
 _BASE: Final = {
     (allowed, why): {VERDICT: ALLOWED if allowed else DENIED, WHY: why.value}
     for allowed in (True, False)
     for why in Why
 }
-_DELETE: Final = {**_BASE[True, Why.NOT_JUDGED_OPERATION], DELETE_DECISION: DELETE_ALLOWED}
+_NOT_JUDGED: Final = _BASE[True, Why.NOT_JUDGED_OPERATION]
 # The two answers of nearly every request, told apart by identity: an enum member is
 # hashed by a Python-level __hash__, which as a dict key cost more than the rest.
 _VALID: Final = Why.VALID
@@ -81,5 +76,6 @@ def _rare(request: AdmissionRequest, decision: Decision) -> dict[str, str]:
     if verdict is not None:
         annotations[PROBLEMS] = str(verdict.problem_count)
     elif why is Why.NOT_JUDGED_OPERATION and request.operation == DELETE:
-        annotations = _DELETE.copy()
+        # A DELETE is always allowed; what was decided is whether the store was in use.
+        annotations = {**_NOT_JUDGED, DELETE_DECISION: decision.delete or ""}
     return annotations

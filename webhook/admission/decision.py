@@ -13,6 +13,7 @@ import enum
 from typing import Final, NamedTuple
 
 from webhook.admission.decode import BadReviewError, BadReviewReason
+from webhook.admission.deletion import delete_notice
 from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
 from webhook.admission.warnings import bounded, shorten
 from webhook.rules import Verdict, limits, validate_feedbackstore
@@ -46,6 +47,8 @@ class Why(enum.StrEnum):
 class Decision(NamedTuple):
     """Allowed or not, why, the verdict when one was computed, and the warnings to send.
 
+    `delete` is the in-use decision on a DELETE (`deletion`), for the audit.
+
     A named tuple: as immutable as a frozen dataclass, and a third of its cost
     to build, once per request.
     """
@@ -54,6 +57,7 @@ class Decision(NamedTuple):
     why: Why
     verdict: Verdict | None = None
     warnings: tuple[str, ...] = ()
+    delete: str | None = None
 
 
 def decide(request: AdmissionRequest) -> Decision:
@@ -64,7 +68,10 @@ def decide(request: AdmissionRequest) -> Decision:
     if request.sub_resource:
         return Decision(True, Why.SUBRESOURCE)
     operation = request.operation
-    if operation in (DELETE, CONNECT):
+    if operation == DELETE:
+        notice = delete_notice(request.name, request.old_object)
+        return Decision(True, Why.NOT_JUDGED_OPERATION, None, notice.warnings, notice.audit)
+    if operation == CONNECT:
         return Decision(True, Why.NOT_JUDGED_OPERATION)
     if operation not in (CREATE, UPDATE):
         shown = quote(shorten(operation, _SHOWN_IDENTIFIER))

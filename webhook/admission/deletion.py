@@ -1,0 +1,65 @@
+"""What a DELETE of a FeedbackStore is told: whether agents still use it, and what happens next.
+
+The webhook keeps no API access, so it reads the `InUse` condition the status
+writer keeps on the object it is sent (`request.oldObject` on DELETE), and our
+finalizer there, which is what actually holds the object (SPEC §7). The answer
+is always "allowed": the registration entry that sends DELETE has
+`failurePolicy: Ignore`, and a warning must never block a delete.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, NamedTuple
+
+from webhook.admission.warnings import bounded
+from webhook.rules import inuse, limits
+from webhook.rules.field_errors import quote
+
+# The `delete` audit annotation (the DELETE itself is always allowed): the in-use
+# decision, a few words to grep for, as short as the other audit values.
+DEFERRED: Final = "in use: deletion deferred"
+UNPROTECTED: Final = "in use: not yet protected"
+NOT_IN_USE: Final = "not in use"
+UNKNOWN: Final = "use unknown: no InUse"
+
+_STAYS: Final = (
+    f"it stays Terminating until no {inuse.AGENT_KIND} references it, then it is deleted"
+)
+_UNPROTECTED: Final = (
+    "it is deleted now (the status writer has not protected it yet): its agents will go Ready=False"
+)
+
+
+class DeleteNotice(NamedTuple):
+    audit: str
+    warnings: tuple[str, ...] = ()
+
+
+def delete_notice(name: str, old_object: object) -> DeleteNotice:
+    """The audit value and the warnings for deleting `old_object` (what the store was)."""
+    condition = _in_use_condition(old_object)
+    if condition is None:
+        return DeleteNotice(UNKNOWN)
+    if condition.get("status") != "True":
+        return DeleteNotice(NOT_IN_USE)
+    message = condition.get("message")
+    shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else "in use"
+    headline = f"{limits.KIND} {quote(name)} is {shown}"
+    if _held(old_object):
+        return DeleteNotice(DEFERRED, bounded([headline, _STAYS]))
+    return DeleteNotice(UNPROTECTED, bounded([headline, _UNPROTECTED]))
+
+
+def _in_use_condition(obj: object) -> dict[str, Any] | None:
+    status = obj.get("status") if isinstance(obj, dict) else None
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, dict) and condition.get("type") == inuse.CONDITION_TYPE:
+            return condition
+    return None
+
+
+def _held(obj: object) -> bool:
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    finalizers = metadata.get("finalizers") if isinstance(metadata, dict) else None
+    return isinstance(finalizers, list) and inuse.FINALIZER in finalizers

@@ -253,6 +253,10 @@ def test_a_restart_with_everything_current_writes_nothing(
     audit.flush(namespace)
     assert audit.status_writes(namespace, second.user) == []
     assert audit.writes_by(namespace, second.user, "events") == []
+    # One list, then the watch; no GET of single objects, no relist on resync.
+    reads = [e.verb for e in audit.events(namespace) if e.user == second.user
+             and e.resource == "feedbackstores" and e.verb != "watch"]  # fmt: skip
+    assert reads == ["list"]
     assert second.metric("feedbackstore_status_reconciles_total", outcome="up_to_date") >= 9
     assert second.metric("feedbackstore_status_writes_total", result="ok") == 0
     assert second.metric("feedbackstore_status_objects_invalid") == 1

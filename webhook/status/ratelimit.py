@@ -62,11 +62,23 @@ class TokenBucket:
     def reserve(self) -> float:
         """Take a token; return how many seconds to wait before using it."""
         with self._lock:
-            now = self._clock()
-            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-            self._last = now
+            self._refill()
             self._tokens -= 1.0
             return max(0.0, -self._tokens / self.qps)
+
+    def try_take(self) -> bool:
+        """Take a token only if one is there now (`TryAccept`); never waits."""
+        with self._lock:
+            self._refill()
+            if self._tokens < 1.0:
+                return False
+            self._tokens -= 1.0
+            return True
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
 
     def wait(self) -> float:
         """Block until a token is ours; return the seconds waited."""

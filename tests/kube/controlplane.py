@@ -212,6 +212,9 @@ class ControlPlane:
             f"--audit-policy-file={self.audit_policy}",
             "--audit-log-mode=blocking",
             f"--cert-dir={self.workdir / 'apiserver-certs'}",
+            # A SIGTERM otherwise keeps open watches served for up to a minute;
+            # restart tests want a graceful stop that ends in seconds.
+            "--shutdown-watch-termination-grace-period=2s",
             *self.extra_apiserver_args,
         ]
 

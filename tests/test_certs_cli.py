@@ -96,11 +96,14 @@ def test_the_cabundle_patch_holds_the_ca(tmp_path: pathlib.Path) -> None:
     issue(tmp_path)
     patch = read_yaml(tmp_path / "cabundle-patch.yaml")
     assert patch["kind"] == "ValidatingWebhookConfiguration"
-    (webhook,) = patch["webhooks"]
-    assert webhook["name"] == "validate.feedbackstores.agents.ctxmesh.ai"
-    assert (
-        base64.b64decode(webhook["clientConfig"]["caBundle"]) == (tmp_path / "ca.crt").read_bytes()
-    )
+    names = [webhook["name"] for webhook in patch["webhooks"]]
+    assert names == [
+        "validate.feedbackstores.agents.ctxmesh.ai",
+        "warn-delete.feedbackstores.agents.ctxmesh.ai",  # in-use warnings on DELETE
+    ]
+    for webhook in patch["webhooks"]:
+        ca = base64.b64decode(webhook["clientConfig"]["caBundle"])
+        assert ca == (tmp_path / "ca.crt").read_bytes()
 
 
 def test_kubectl_kustomize_renders_the_overlay_with_a_matching_secret_and_cabundle(
@@ -108,12 +111,13 @@ def test_kubectl_kustomize_renders_the_overlay_with_a_matching_secret_and_cabund
 ) -> None:
     issue(tmp_path)
     docs = kustomize(tmp_path)
-    (webhook,) = find(docs, "ValidatingWebhookConfiguration", "feedbackstore-webhook")["webhooks"]
-    ca_bundle = base64.b64decode(webhook["clientConfig"].pop("caBundle"))
-    (base_webhook,) = find(
+    webhooks = find(docs, "ValidatingWebhookConfiguration", "feedbackstore-webhook")["webhooks"]
+    bundles = {base64.b64decode(webhook["clientConfig"].pop("caBundle")) for webhook in webhooks}
+    (ca_bundle,) = bundles  # the same CA in every entry
+    base_webhooks = find(
         kustomize(MANIFESTS), "ValidatingWebhookConfiguration", "feedbackstore-webhook"
     )["webhooks"]
-    assert webhook == base_webhook, "the patch may only add caBundle"
+    assert webhooks == base_webhooks, "the patch may only add caBundle"
     secret = find(docs, "Secret", "feedbackstore-webhook-tls")
     assert base64.b64decode(secret["data"]["ca.crt"]) == ca_bundle
     leaf = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))

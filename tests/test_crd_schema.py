@@ -149,7 +149,7 @@ def test_the_crd_has_one_served_storage_version_with_a_status_subresource() -> N
     assert version["subresources"] == {"status": {}}
 
 
-def test_the_printer_columns_show_mode_validated_and_age() -> None:
+def test_the_printer_columns_show_mode_validated_in_use_and_age() -> None:
     (version,) = crd_manifest()["spec"]["versions"]
     columns = {column["name"]: column for column in version["additionalPrinterColumns"]}
     assert columns["Mode"]["jsonPath"] == ".spec.mode"
@@ -159,9 +159,13 @@ def test_the_printer_columns_show_mode_validated_and_age() -> None:
         "type": "date",
         "jsonPath": ".metadata.creationTimestamp",
     }
+    assert columns["In Use"]["jsonPath"] == '.status.conditions[?(@.type=="InUse")].status'
+    assert columns["Agents"]["jsonPath"] == '.status.conditions[?(@.type=="InUse")].message'
+    assert columns["Agents"]["priority"] == 1  # the names: with -o wide
     assert [c["name"] for c in version["additionalPrinterColumns"] if "priority" not in c] == [
         "Mode",
         "Validated",
+        "In Use",
         "Age",
     ]
 

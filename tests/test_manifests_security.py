@@ -25,9 +25,31 @@ def docs() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
     configuration = find(docs, "ValidatingWebhookConfiguration", WEBHOOK)
-    (webhook,) = configuration["webhooks"]
+    webhook, _ = configuration["webhooks"]
     result: dict[str, Any] = webhook
     return result
+
+
+@pytest.fixture(scope="module")
+def delete_hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The second entry: warnings on DELETE only (SPEC §7)."""
+    _, webhook = find(docs, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
+    result: dict[str, Any] = webhook
+    return result
+
+
+def test_the_delete_entry_only_warns_and_never_blocks(
+    hook: dict[str, Any], delete_hook: dict[str, Any]
+) -> None:
+    assert delete_hook["name"] == "warn-delete.feedbackstores.agents.ctxmesh.ai"
+    assert delete_hook["failurePolicy"] == "Ignore"
+    assert delete_hook["rules"] == [{
+        "apiGroups": ["agents.ctxmesh.ai"], "apiVersions": ["v1beta1"], "operations": ["DELETE"],
+        "resources": ["feedbackstores"], "scope": "Namespaced"}]  # fmt: skip
+    assert delete_hook["timeoutSeconds"] <= hook["timeoutSeconds"]
+    same = ("admissionReviewVersions", "sideEffects", "matchPolicy", "clientConfig",
+            "namespaceSelector")  # fmt: skip
+    assert {k: delete_hook[k] for k in same} == {k: hook[k] for k in same}
 
 
 def pod(docs: list[dict[str, Any]], name: str) -> dict[str, Any]:
@@ -343,6 +365,10 @@ def test_the_writer_cluster_role_is_least_privilege(docs: list[dict[str, Any]]) 
         ("agents.ctxmesh.ai", "feedbackstores", "list"),
         ("agents.ctxmesh.ai", "feedbackstores", "watch"),
         ("agents.ctxmesh.ai", "feedbackstores/status", "patch"),
+        # in-use protection: its finalizer by server-side apply; who references which store
+        ("agents.ctxmesh.ai", "feedbackstores", "patch"),
+        ("agents.ctxmesh.ai", "agentdeployments", "list"),
+        ("agents.ctxmesh.ai", "agentdeployments", "watch"),
         ("", "events", "create"),
     }
 
@@ -407,10 +433,12 @@ def test_cert_manager_injects_the_serving_certificate_ca_into_the_webhook(
 
 
 def test_cert_manager_keeps_every_webhook_setting_of_the_base(
-    cert_manager: list[dict[str, Any]], hook: dict[str, Any]
+    cert_manager: list[dict[str, Any]], hook: dict[str, Any], delete_hook: dict[str, Any]
 ) -> None:
-    (patched,) = find(cert_manager, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
+    patched, patched_delete = find(cert_manager, "ValidatingWebhookConfiguration", WEBHOOK)[
+        "webhooks"]  # fmt: skip
     assert patched == hook
+    assert patched_delete == delete_hook
 
 
 def test_cert_manager_chain_is_self_signed_then_ca_then_serving(

@@ -242,7 +242,7 @@ def test_the_readme_rollout_overlay_fails_open_in_a_labelled_namespace_only(
         _readme_overlay("# rollout/kustomization.yaml"), encoding="utf-8"
     )
     docs = kustomize(overlay)
-    (webhook,) = find(docs, "ValidatingWebhookConfiguration", "feedbackstore-webhook")["webhooks"]
+    webhook = find(docs, "ValidatingWebhookConfiguration", "feedbackstore-webhook")["webhooks"][0]
     assert webhook["failurePolicy"] == "Ignore"
     assert webhook["namespaceSelector"] == {
         "matchLabels": {"feedbackstore-webhook/rollout": "true"}

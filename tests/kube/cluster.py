@@ -212,15 +212,17 @@ def registration(name: str, url: str, ca_pem: bytes, **overrides: Any) -> dict[s
 
     Everything else (rules, failurePolicy, sideEffects, timeoutSeconds,
     admissionReviewVersions, matchPolicy) is what a cluster admin installs;
-    `overrides` change fields of the one webhook entry for a test.
+    `overrides` change fields of the first (judging) entry for a test.
     """
     import base64
 
     document = copy.deepcopy(load_yaml(SHIPPED_WEBHOOK))
     document["metadata"] = {"name": name}
+    # Every entry (the judging one, and the DELETE warning one) at `url`: never a Service.
+    for each in document["webhooks"]:
+        each["clientConfig"] = {"url": url, "caBundle": base64.b64encode(ca_pem).decode()}
+        each["namespaceSelector"] = {"matchLabels": {TEST_LABEL: "on"}}
     entry = document["webhooks"][0]
-    entry["clientConfig"] = {"url": url, "caBundle": base64.b64encode(ca_pem).decode()}
-    entry["namespaceSelector"] = {"matchLabels": {TEST_LABEL: "on"}}
     entry.update(overrides)
     return document
 

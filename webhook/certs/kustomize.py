@@ -15,6 +15,8 @@ from typing import Any
 SECRET_NAME = "feedbackstore-webhook-tls"  # noqa: S105 (a name, not a password)
 WEBHOOK_CONFIGURATION = "feedbackstore-webhook"
 WEBHOOK_NAME = "validate.feedbackstores.agents.ctxmesh.ai"
+# The DELETE-only entry that warns when agents still use a store (SPEC §7).
+DELETE_WEBHOOK_NAME = "warn-delete.feedbackstores.agents.ctxmesh.ai"
 SECRET_FILE = "secret.yaml"  # noqa: S105 (a file name)
 PATCH_FILE = "cabundle-patch.yaml"
 KUSTOMIZATION_FILE = "kustomization.yaml"
@@ -46,7 +48,10 @@ def cabundle_patch(ca_cert: bytes) -> dict[str, Any]:
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": WEBHOOK_CONFIGURATION},
-        "webhooks": [{"name": WEBHOOK_NAME, "clientConfig": {"caBundle": b64(ca_cert)}}],
+        "webhooks": [
+            {"name": name, "clientConfig": {"caBundle": b64(ca_cert)}}
+            for name in (WEBHOOK_NAME, DELETE_WEBHOOK_NAME)
+        ],
     }
 
 

@@ -36,11 +36,12 @@ from typing import Any
 from webhook.manifests.cel_rules import SPEC_RULES, CelRule
 from webhook.manifests.condition import status_schema
 from webhook.manifests.structural import structural_schema
-from webhook.rules import limits
+from webhook.rules import inuse, limits
 from webhook.rules.model import FeedbackStoreSpec
 
 PART_OF = "feedbackstore-webhook"
 _VALIDATED = f'.status.conditions[?(@.type=="{limits.CONDITION_TYPE}")]'
+_IN_USE = f'.status.conditions[?(@.type=="{inuse.CONDITION_TYPE}")]'
 
 
 def crd_name() -> str:
@@ -94,6 +95,8 @@ def printer_columns() -> list[dict[str, Any]]:
             "jsonPath": f"{_VALIDATED}.reason",
             "priority": 1,
         },
+        {"name": "In Use", "type": "string", "jsonPath": f"{_IN_USE}.status"},
+        {"name": "Agents", "type": "string", "jsonPath": f"{_IN_USE}.message", "priority": 1},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
 

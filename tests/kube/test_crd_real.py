@@ -579,6 +579,9 @@ def evidence_crd() -> dict[str, Any]:
     crd = crd_manifest()
     crd["metadata"]["name"] = f"{PLURAL}.{EVIDENCE_GROUP}"
     crd["spec"]["group"] = EVIDENCE_GROUP
+    # No short name or category: kubectl would otherwise warn that `fs` is
+    # ambiguous in every later test that reads its (cached) discovery.
+    del crd["spec"]["names"]["shortNames"], crd["spec"]["names"]["categories"]
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     for node in (
         spec["properties"]["human"]["properties"]["scores"],
@@ -610,7 +613,7 @@ def evidence(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
 
     eventually(served, timeout=60, what="evidence CRD served")
     yield api_version
-    control_plane.kubectl("delete", "crd", crd["metadata"]["name"], "--wait=false")
+    control_plane.kubectl("delete", "crd", crd["metadata"]["name"], "--timeout=60s", check=True)
 
 
 def apply(plane: ControlPlane, namespace: str, document: dict[str, Any], manager: str,

@@ -370,6 +370,7 @@ def test_the_writer_cluster_role_is_least_privilege(docs: list[dict[str, Any]]) 
         ("agents.ctxmesh.ai", "agentdeployments", "list"),
         ("agents.ctxmesh.ai", "agentdeployments", "watch"),
         ("", "events", "create"),
+        ("", "events", "patch"),
     }
 
 

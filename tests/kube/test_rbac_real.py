@@ -420,6 +420,13 @@ def test_the_status_writer_does_its_whole_job_with_its_own_service_account_and_n
             api.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "invalid", fixed)
             eventually(lambda: ("Normal", "SpecCoherent") in events_about(
                 control_plane, namespace, "invalid"), what="Normal SpecCoherent Event")  # fmt: skip
+            # Broken again the same way: the writer patches its first Event's count (events patch).
+            broken = {"spec": {"external": INVALID["external"]}}
+            api.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "invalid", broken)
+            core = k8s.CoreV1Api(api_client(control_plane))
+            eventually(lambda: [e.count for e in core.list_namespaced_event(namespace).items
+                                if e.reason == "InvalidSpec"] == [2],
+                       what="the InvalidSpec Event patched to count 2")  # fmt: skip
             process.send_signal(signal.SIGTERM)
             assert process.wait(30) == 0, (tmp_path / "writer.log").read_text()[-3000:]
         assert lease(control_plane)["spec"].get("holderIdentity", "") == "", "Lease not released"
@@ -455,7 +462,7 @@ CAN_I = [
     (WRITER_USER, "delete", FS, ANY_NS, False),
     (WRITER_USER, "update", FS, STATUS, False),
     (WRITER_USER, "get", FS, STATUS, False),
-    (WRITER_USER, "patch", "events", ANY_NS, False),
+    (WRITER_USER, "patch", "events", ANY_NS, True),
     (WRITER_USER, "list", "events", ANY_NS, False),
     (WRITER_USER, "get", "secrets", INSTALL_NS, False),
     (WRITER_USER, "list", "secrets", ALL_NS, False),

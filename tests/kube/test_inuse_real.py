@@ -1,0 +1,224 @@
+"""In-use protection (SPEC §7) on a real kube-apiserver v1.37.2: the status writer as a
+console script, the webhook registered by `url:`, and a minimal AgentDeployment CRD.
+
+There is no kube-controller-manager in the test control plane, so nothing deletes a
+namespace's contents or removes its `kubernetes` finalizer by itself. The namespace test
+does the namespace controller's part in the open: it deletes the namespace, then the agents,
+then the stores (whose finalizer only our writer releases), and finalizes the namespace
+through the `/finalize` subresource once it is empty.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import tempfile
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from tests.kube.cluster import (
+    api_client,
+    eventually,
+    install_crd,
+    new_namespace,
+    registered,
+    registration,
+    shipped_crd,
+    webhook_server,
+)
+from tests.kube.controlplane import ControlPlane
+from tests.kube.inuse_support import FINALIZER, Agents, agent_crd_installed
+from tests.kube.status_writer_support import VALID, Stores, WriterProcess
+
+pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def crds(control_plane: ControlPlane) -> Iterator[None]:
+    install_crd(control_plane, shipped_crd())
+    with agent_crd_installed(control_plane):
+        yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def webhook(control_plane: ControlPlane, crds: None) -> Iterator[None]:
+    probe = new_namespace(control_plane, "inuse-probe")
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        webhook_server(pathlib.Path(directory)) as server,
+    ):
+        document = registration(f"inuse-{uuid.uuid4().hex[:6]}", server.url, server.ca_pem)
+        with registered(control_plane, document, probe):
+            yield
+
+
+@pytest.fixture
+def namespace(control_plane: ControlPlane) -> str:
+    return new_namespace(control_plane, "inuse")
+
+
+@pytest.fixture
+def started(control_plane: ControlPlane, tmp_path: pathlib.Path) -> Iterator[list[WriterProcess]]:
+    writers: list[WriterProcess] = []
+    yield writers
+    for writer in writers:
+        writer.kill()
+
+
+def start_writer(
+    plane: ControlPlane, tmp_path: pathlib.Path, namespace: str, started: list[WriterProcess],
+    lease_namespace: str | None = None,
+) -> WriterProcess:  # fmt: skip
+    extra = ("--lease-namespace", lease_namespace) if lease_namespace else ()
+    writer = WriterProcess(plane, tmp_path, "inuse", namespace, *extra, resync_seconds=30)
+    started.append(writer)
+    writer.wait_log("in-use protection on: watching AgentDeployments")
+    return writer
+
+
+def in_use(stores: Stores, name: str) -> dict[str, Any] | None:
+    return stores.condition(name, "InUse")
+
+
+def finalizers(stores: Stores, name: str) -> list[str]:
+    return list(stores.get(name)["metadata"].get("finalizers") or [])
+
+
+def gone(stores: Stores, name: str) -> bool:
+    try:
+        stores.get(name)
+    except k8s.ApiException as error:
+        return error.status == 404
+    return False
+
+
+def events(plane: ControlPlane, namespace: str, name: str) -> list[tuple[str, str, str]]:
+    items = k8s.CoreV1Api(api_client(plane)).list_namespaced_event(namespace).items
+    return [(e.type, e.reason, e.message) for e in items if e.involved_object.name == name]
+
+
+def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go(
+    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path,
+    started: list[WriterProcess],
+) -> None:  # fmt: skip
+    stores, agents = Stores(control_plane, namespace), Agents(control_plane, namespace)
+    stores.create("support-feedback", VALID)
+    start_writer(control_plane, tmp_path, namespace, started)
+    agents.create("support-agent", "support-feedback")
+    agents.create("triage-agent", "support-feedback", version="v1alpha1")  # deprecated version
+
+    used = eventually(lambda: (c := in_use(stores, "support-feedback")) and
+                      "triage-agent" in c["message"] and c, timeout=10,
+                      what="InUse names both agents")  # fmt: skip
+    assert (used["status"], used["reason"], used["message"]) == (
+        "True",
+        "Referenced",
+        "in use by 2 AgentDeployments: support-agent, triage-agent",
+    )
+    eventually(lambda: FINALIZER in finalizers(stores, "support-feedback"), timeout=10,
+               what="our finalizer added")  # fmt: skip
+    listed = control_plane.kubectl("get", "fs", "-n", namespace, check=True).stdout
+    header, row = listed.splitlines()
+    assert header.split() == ["NAME", "MODE", "VALIDATED", "IN", "USE", "AGE"]
+    assert row.split()[:4] == ["support-feedback", "Enforce", "True", "True"]
+    wide = control_plane.kubectl("get", "fs", "-n", namespace, "-o", "wide", check=True).stdout
+    assert wide.splitlines()[0].split()[:7] == [
+        "NAME", "MODE", "VALIDATED", "REASON", "IN", "USE", "AGENTS"]  # fmt: skip
+    assert "in use by 2 AgentDeployments: support-agent, triage-agent" in wide
+    print(listed, wide, sep="\n")
+
+    deleted = control_plane.kubectl("delete", "fs", "support-feedback", "-n", namespace,
+                                    "--wait=false", check=True)  # fmt: skip
+    assert deleted.stderr.splitlines() == [
+        'Warning: FeedbackStore "support-feedback" is in use by 2 AgentDeployments: '
+        "support-agent, triage-agent",
+        "Warning: it stays Terminating until no AgentDeployment references it, then it is deleted",
+    ]
+    assert deleted.stdout.strip() == (
+        f'feedbackstore.agents.ctxmesh.ai "support-feedback" deleted from {namespace} namespace'
+    )
+    print(deleted.stderr, deleted.stdout)
+    eventually(lambda: (in_use(stores, "support-feedback") or {}).get("reason")
+               == "DeletionDeferred", timeout=10, what="InUse DeletionDeferred")  # fmt: skip
+    assert stores.get("support-feedback")["metadata"]["deletionTimestamp"]
+    described = control_plane.kubectl("describe", "fs", "support-feedback", "-n", namespace,
+                                      check=True).stdout  # fmt: skip
+    print(described)
+    print(control_plane.kubectl("get", "fs", "-n", namespace).stdout)
+    assert "DeletionDeferred" in described
+    eventually(lambda: any(r == "DeletionDeferred" for _, r, _ in
+                           events(control_plane, namespace, "support-feedback")),
+               timeout=10, what="Event DeletionDeferred")  # fmt: skip
+
+    agents.point("support-agent", None)  # one reference removed: still held by the other
+    eventually(lambda: "1 AgentDeployment: triage-agent" in
+               (in_use(stores, "support-feedback") or {}).get("message", ""),
+               timeout=10, what="InUse names the last agent")  # fmt: skip
+    assert not gone(stores, "support-feedback")
+    agents.delete("triage-agent")
+    eventually(lambda: gone(stores, "support-feedback"), timeout=5, what="store gone")
+    assert ("Normal", "DeletionReleased",
+            "no AgentDeployment references it any more: finalizer "
+            "agents.ctxmesh.ai/in-use-protection removed, deletion goes on",
+            ) in events(control_plane, namespace, "support-feedback")  # fmt: skip
+
+
+def test_a_store_never_referenced_is_deleted_at_once(
+    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path,
+    started: list[WriterProcess],
+) -> None:  # fmt: skip
+    stores, agents = Stores(control_plane, namespace), Agents(control_plane, namespace)
+    stores.create("spare", VALID)
+    agents.create("other-agent", "another-store")  # references something else
+    start_writer(control_plane, tmp_path, namespace, started)
+    free = eventually(lambda: in_use(stores, "spare"), timeout=10, what="InUse written")
+    assert (free["status"], free["reason"]) == ("False", "NotReferenced")
+    assert finalizers(stores, "spare") == []
+    deleted = control_plane.kubectl("delete", "fs", "spare", "-n", namespace, "--timeout=10s",
+                                    check=True)  # fmt: skip
+    assert deleted.stderr == ""  # no warning
+    assert gone(stores, "spare")
+
+
+def test_namespace_deletion_completes_across_a_writer_restart(
+    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path,
+    started: list[WriterProcess],
+) -> None:  # fmt: skip
+    # The Lease lives elsewhere: nothing can be created in a namespace being deleted.
+    leases = new_namespace(control_plane, "inuse-lease")
+    stores, agents = Stores(control_plane, namespace), Agents(control_plane, namespace)
+    stores.create("store", VALID)
+    agents.create("agent", "store")
+    first = start_writer(control_plane, tmp_path, namespace, started, leases)
+    eventually(lambda: FINALIZER in finalizers(stores, "store"), timeout=10,
+               what="our finalizer added")  # fmt: skip
+    assert first.stop() == 0
+
+    core = k8s.CoreV1Api(api_client(control_plane))
+    core.delete_namespace(namespace)
+    # The namespace controller's part: the namespace's objects are deleted...
+    agents.delete("agent")
+    stores.delete("store")
+    # ...and the store waits for our finalizer, which no writer is running to release.
+    assert stores.get("store")["metadata"]["deletionTimestamp"]
+    assert FINALIZER in finalizers(stores, "store")
+
+    start_writer(control_plane, tmp_path, namespace, started, leases)
+    eventually(lambda: gone(stores, "store"), timeout=10, what="store released and gone")
+
+    # Empty now: the namespace controller removes the `kubernetes` finalizer.
+    body = core.read_namespace(namespace)
+    body.spec.finalizers = []
+    core.replace_namespace_finalize(namespace, body)
+
+    def namespace_gone() -> bool:
+        try:
+            core.read_namespace(namespace)
+        except k8s.ApiException as error:
+            return error.status == 404
+        return False
+
+    eventually(namespace_gone, timeout=10, what="namespace deleted")

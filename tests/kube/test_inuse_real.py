@@ -120,6 +120,14 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
     )
     eventually(lambda: FINALIZER in finalizers(stores, "support-feedback"), timeout=10,
                what="our finalizer added")  # fmt: skip
+    # The writer's apply on the main resource owns our finalizer entry and nothing else.
+    (owned,) = [
+        m
+        for m in stores.get("support-feedback")["metadata"]["managedFields"]
+        if m["manager"] == "feedbackstore-status-writer" and "subresource" not in m
+    ]
+    assert (owned["operation"], owned["fieldsV1"]) == (
+        "Apply", {"f:metadata": {"f:finalizers": {f'v:"{FINALIZER}"': {}}}})  # fmt: skip
     listed = control_plane.kubectl("get", "fs", "-n", namespace, check=True).stdout
     header, row = listed.splitlines()
     assert header.split() == ["NAME", "MODE", "VALIDATED", "IN", "USE", "AGE"]

@@ -129,5 +129,5 @@ def test_a_delete_is_audited_with_the_delete_decision(
     assert audit_annotations(control_plane, "delete", namespace, name) == {
         f"{WEBHOOK_NAME}/verdict": "allowed",
         f"{WEBHOOK_NAME}/why": "not_judged_operation",
-        f"{WEBHOOK_NAME}/delete": "operation DELETE allowed",
+        f"{WEBHOOK_NAME}/delete": "use unknown: no InUse",  # no status writer ran here
     }

@@ -23,6 +23,7 @@ from webhook.doctor.checks import run_checks, service_ref
 from webhook.doctor.cluster import _warnings
 from webhook.doctor.crd import check_crd
 from webhook.doctor.endpoints import check_endpoints
+from webhook.doctor.held import check_held, remove_command
 from webhook.doctor.lease import check_lease
 from webhook.doctor.probe import check_probe, expected_warnings, probe_store
 from webhook.doctor.render import as_json, as_text
@@ -776,7 +777,8 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
         for name in ("crd", "webhook-configuration", "failurePolicy", "sideEffects",
                      "timeoutSeconds", "admissionReviewVersions", "namespaceSelector",
                      "ca-bundle", "certificate-names", "certificate-expiry", "service-endpoints",
-                     "webhook-answers", "status-writer-lease", "store-conditions")
+                     "webhook-answers", "status-writer-lease", "store-conditions",
+                     "held-deletions")
     ]  # fmt: skip
 
 
@@ -792,3 +794,71 @@ def test_flags_left_out_take_the_shipped_names() -> None:
     moved = target_from(build_parser().parse_args(
         ["doctor", "--namespace", "ops", "--lease", "l", "--store-namespace", "team"]))  # fmt: skip
     assert moved == Target(namespace="ops", lease="l", store_namespace="team")
+
+
+# -- held-deletions: stores our finalizer keeps in Terminating ---------------
+
+FINALIZER = "agents.ctxmesh.ai/in-use-protection"
+
+
+def terminating(name: str, *, finalizers: tuple[str, ...] = (FINALIZER,),
+                in_use: str | None = "DeletionDeferred") -> dict[str, Any]:  # fmt: skip
+    body = store(name, 1, validated())
+    body["metadata"]["deletionTimestamp"] = "2026-06-01T11:00:00Z"
+    body["metadata"]["finalizers"] = list(finalizers)
+    if in_use is not None:
+        body["status"]["conditions"].append({"type": "InUse", "status": "True", "reason": in_use})
+    return body
+
+
+@pytest.mark.parametrize(
+    ("stores", "writer_leads", "level", "detail"),
+    [
+        pytest.param([store("a", 1, validated())], True, Level.OK,
+                     "no FeedbackStore held in Terminating by agents.ctxmesh.ai/in-use-protection",
+                     id="nothing is being deleted"),
+        pytest.param([terminating("a", finalizers=("example.com/other",))], False, Level.OK,
+                     "no FeedbackStore held in Terminating by agents.ctxmesh.ai/in-use-protection",
+                     id="another finalizer is not ours to judge"),
+        pytest.param([terminating("a")], True, Level.WARN,
+                     "1 FeedbackStore Terminating until their agents let go: ns/a",
+                     id="held while agents reference it: the feature working"),
+        pytest.param([terminating("a"), terminating("b")], False, Level.FAIL,
+                     "2 FeedbackStores Terminating with agents.ctxmesh.ai/in-use-protection and "
+                     "no status writer leading to release them: ns/a, ns/b",
+                     id="held with no writer leading: nobody will release them"),
+        pytest.param([terminating("a", in_use="NotReferenced")], True, Level.FAIL,
+                     "1 FeedbackStore no longer referenced but still held: ns/a",
+                     id="the writer says not in use yet the finalizer stays"),
+    ],
+)  # fmt: skip
+def test_stores_held_by_in_use_protection(
+    stores: list[dict[str, Any]], writer_leads: bool, level: Level, detail: str
+) -> None:
+    result = check_held(stores, writer_leads=writer_leads)
+    assert (result.name, result.level, result.detail) == ("held-deletions", level, detail)
+    assert (result.fix != "") is (level is not Level.OK)
+
+
+def test_the_way_out_removes_our_finalizer_alone_at_its_position() -> None:
+    held = terminating("a", finalizers=("example.com/other", FINALIZER))
+    assert remove_command(held) == (
+        "kubectl -n ns patch fs a --type=json -p '["
+        '{"op":"test","path":"/metadata/finalizers/1","value":"agents.ctxmesh.ai/in-use-protection"},'
+        '{"op":"remove","path":"/metadata/finalizers/1"}]\''
+    )
+    result = check_held([held], writer_leads=False)
+    assert remove_command(held) in result.fix
+
+
+def test_held_deletions_are_judged_with_the_lease_check_s_answer() -> None:
+    snapshot = Snapshot(crd=crd(), configuration=None, secret=None, service=None,
+                        endpoint_slices=[], lease=lease(renewed=NOW - dt.timedelta(hours=1)),
+                        stores=[terminating("a")], probe=None)  # fmt: skip
+    by_name = {r.name: r for r in run_checks(snapshot, TARGET, NOW)}
+    assert by_name["status-writer-lease"].level is Level.FAIL
+    assert by_name["held-deletions"].level is Level.FAIL
+
+
+def test_unlisted_stores_skip_the_held_check() -> None:
+    assert check_held(Unreadable("forbidden"), writer_leads=True).level is Level.SKIP

@@ -72,6 +72,7 @@ EVERY_CHECK = [
     "webhook-answers",
     "status-writer-lease",
     "store-conditions",
+    "held-deletions",
 ]
 
 
@@ -310,7 +311,7 @@ def test_text_output_is_one_line_per_check_and_exit_code_from_the_console_script
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert [line.split()[:2] for line in lines[:-1]] == [["ok", name] for name in EVERY_CHECK]
-    assert lines[-1].startswith("14 checks: 14 ok, 0 warnings, 0 failed, 0 skipped")
+    assert lines[-1].startswith("15 checks: 15 ok, 0 warnings, 0 failed, 0 skipped")
     (install.workdir / "transcript-healthy.txt").write_text(result.stdout)
 
 
@@ -525,6 +526,46 @@ def test_stores_with_missing_or_stale_conditions_fail(install: Install) -> None:
     assert checks["store-conditions"]["detail"] == (
         f"2 FeedbackStores in {namespace}: 1 without Validated ({namespace}/never-seen); "
         f"1 stale: observedGeneration < generation ({namespace}/seen-before)"
+    )
+
+
+def test_a_store_held_with_no_writer_fails_and_the_printed_way_out_works(
+    install: Install,
+) -> None:
+    """The writer gone for good: the doctor names the held store and a patch that frees it."""
+    plane = install.plane
+    namespace = new_namespace(plane, "held")  # the install's writer does not watch it
+    custom = k8s.CustomObjectsApi(api_client(plane))
+    body = feedbackstore("orphaned", VALID_SPEC)
+    body["metadata"]["finalizers"] = ["example.com/keep", "agents.ctxmesh.ai/in-use-protection"]
+    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+    custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "orphaned")
+    ten_minutes_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=10)
+    _lease(plane, install.namespace, "writer-gone", "writer-0_abc", ten_minutes_ago)
+
+    code, checks = doctor(install, store_namespace=namespace, lease="writer-gone")
+    assert code == 1
+    assert checks["held-deletions"]["status"] == "fail"
+    assert checks["held-deletions"]["detail"] == (
+        "1 FeedbackStore Terminating with agents.ctxmesh.ai/in-use-protection and no status "
+        f"writer leading to release them: {namespace}/orphaned"
+    )
+    way_out = checks["held-deletions"]["fix"].rpartition("for good and no agent needs the store: ")
+    command = way_out[2]
+    assert command.startswith(f"kubectl -n {namespace} patch fs orphaned --type=json -p '")
+    patch = command.split("-p '", 1)[1].rstrip("'")
+    done = plane.kubectl("-n", namespace, "patch", "fs", "orphaned", "--type=json", "-p", patch)
+    assert (done.returncode, done.stdout) == (
+        0, "feedbackstore.agents.ctxmesh.ai/orphaned patched\n"
+    )  # fmt: skip
+    left = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "orphaned")
+    assert left["metadata"]["finalizers"] == ["example.com/keep"], "only ours was removed"
+
+    _, checks = doctor(install, store_namespace=namespace)
+    assert checks["held-deletions"]["status"] == "ok"
+    # Let it go: a store left Terminating would block the CRD's deletion later on.
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, "orphaned", {"metadata": {"finalizers": None}}
     )
 
 

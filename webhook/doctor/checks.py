@@ -7,9 +7,10 @@ import datetime as dt
 from webhook.doctor import certificates, registration
 from webhook.doctor.crd import check_crd
 from webhook.doctor.endpoints import check_endpoints
+from webhook.doctor.held import check_held
 from webhook.doctor.lease import check_lease
 from webhook.doctor.probe import check_probe
-from webhook.doctor.result import CheckResult, combine, skip
+from webhook.doctor.result import CheckResult, Level, combine, skip
 from webhook.doctor.snapshot import Fetched, Snapshot, Target
 from webhook.doctor.stores import check_stores
 
@@ -45,9 +46,11 @@ def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Che
         snapshot.namespaces.get(target.probe_namespace),
     )
     results.append(check_probe(snapshot.probe, target.probe_namespace, selected))
-    results.append(check_lease(snapshot.lease, f"{target.namespace}/{target.lease}", now))
+    lease = check_lease(snapshot.lease, f"{target.namespace}/{target.lease}", now)
+    results.append(lease)
     scope = f"in {target.store_namespace}" if target.store_namespace else "in all namespaces"
     results.append(check_stores(snapshot.stores, scope))
+    results.append(check_held(snapshot.stores, writer_leads=lease.level is Level.OK))
     return results
 
 

@@ -1,0 +1,95 @@
+"""Stores that in-use protection holds in `Terminating`, and whether anyone will let them go.
+
+A store being deleted keeps our finalizer while AgentDeployments reference it;
+that is the feature working (a warning: the delete waits on the agents). It
+becomes a failure when no status writer leads (nobody will ever remove the
+finalizer) or when the writer's own condition says the store is no longer in
+use yet the finalizer stays. The fix names the exact JSON patch that removes
+our entry alone, for an admin whose writer is gone for good.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Final
+
+from webhook.doctor.result import CheckResult, fail, ok, skip, warn
+from webhook.doctor.snapshot import Unreadable
+from webhook.rules import inuse
+from webhook.status.usage import current_in_use, deleting, has_finalizer
+
+NAME: Final = "held-deletions"
+SHOWN: Final = 5
+
+
+def held(stores: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stores being deleted that our finalizer still holds."""
+    return [store for store in stores if deleting(store) and has_finalizer(store)]
+
+
+def check_held(
+    stores: list[dict[str, Any]] | Unreadable | None, *, writer_leads: bool
+) -> CheckResult:
+    if isinstance(stores, Unreadable) or stores is None:
+        return skip(NAME, "FeedbackStores not listed")
+    holding = held(stores)
+    if not holding:
+        return ok(NAME, f"no FeedbackStore held in Terminating by {inuse.FINALIZER}")
+    if not writer_leads:
+        return fail(
+            NAME,
+            f"{_count(holding)} Terminating with {inuse.FINALIZER} and no status writer "
+            f"leading to release them: {_few(holding)}",
+            "start the status writer again (see status-writer-lease); if it is gone for good "
+            f"and no agent needs the store: {remove_command(holding[0])}",
+        )
+    released = [s for s in holding if _reason(s) == inuse.REASON_NOT_REFERENCED]
+    if released:
+        return fail(
+            NAME,
+            f"{_count(released)} no longer referenced but still held: {_few(released)}",
+            "the status writer is not releasing them: check its logs; meanwhile "
+            f"{remove_command(released[0])}",
+        )
+    return warn(
+        NAME,
+        f"{_count(holding)} Terminating until their agents let go: {_few(holding)}",
+        "remove spec.feedbackStoreRef from the AgentDeployments named by "
+        "kubectl describe fs NAME -n NS (or delete them); the store then goes",
+    )
+
+
+def remove_command(store: dict[str, Any]) -> str:
+    """A JSON patch removing our finalizer alone, guarded by a `test` of its position."""
+    metadata = store.get("metadata") or {}
+    finalizers = list(metadata.get("finalizers") or [])
+    index = finalizers.index(inuse.FINALIZER)
+    path = f"/metadata/finalizers/{index}"
+    patch = json.dumps(
+        [{"op": "test", "path": path, "value": inuse.FINALIZER}, {"op": "remove", "path": path}],
+        separators=(",", ":"),
+    )
+    return (
+        f"kubectl -n {metadata.get('namespace')} patch fs {metadata.get('name')} "
+        f"--type=json -p '{patch}'"
+    )
+
+
+def _reason(store: dict[str, Any]) -> object:
+    condition = current_in_use(store)
+    return condition.get("reason") if condition else None
+
+
+def _count(stores: Sequence[dict[str, Any]]) -> str:
+    return f"{len(stores)} FeedbackStore{'' if len(stores) == 1 else 's'}"
+
+
+def _label(store: dict[str, Any]) -> str:
+    metadata = store.get("metadata") or {}
+    return f"{metadata.get('namespace')}/{metadata.get('name')}"
+
+
+def _few(stores: Sequence[dict[str, Any]]) -> str:
+    shown = ", ".join(_label(s) for s in stores[:SHOWN])
+    return shown + (f", and {len(stores) - SHOWN} more" if len(stores) > SHOWN else "")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
 from webhook.status.leader import ElectionSettings, LeaderElector
 from webhook.status.metrics import WriterMetrics
 
@@ -33,18 +35,24 @@ class MemoryLease:
         self.clock = clock
         self.lease: dict[str, Any] | None = None
         self.request_seconds = 0.0
+        self.calls: list[str] = []
 
     def get(self) -> dict[str, Any] | None:
         self.clock.now += self.request_seconds
+        self.calls.append("get")
         return self.lease
 
     def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+        self.clock.now += self.request_seconds
         self.lease = {"metadata": {"resourceVersion": "1"}, "spec": spec}
         return self.lease
 
     def replace(self, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
+        self.clock.now += self.request_seconds
+        self.calls.append("replace")
         assert self.lease is not None
-        assert resource_version == self.lease["metadata"]["resourceVersion"]
+        if resource_version != self.lease["metadata"]["resourceVersion"]:
+            raise ApiException(status=409, reason="Conflict")
         self.lease = {"metadata": {"resourceVersion": str(int(resource_version) + 1)}, "spec": spec}
         return self.lease
 
@@ -113,3 +121,32 @@ def test_steady_renewals_keep_one_leadership() -> None:
         clock.now += RETRY
     assert starts == [100.0]
     assert transitions(candidate, "standby") == 0
+
+
+def test_a_leader_renews_with_one_update_and_no_read() -> None:
+    """client-go's fast path: the Lease a leader last wrote is the one it updates."""
+    clock, starts = Clock(), []
+    api = MemoryLease(clock)
+    candidate = elector(clock, api, starts)
+    candidate.step()  # acquire: read (none there), then create
+    api.calls.clear()
+    for _ in range(5):
+        clock.now += RETRY
+        candidate.step()
+    assert api.calls == ["replace"] * 5
+    assert candidate.is_leader()
+
+
+def test_a_stale_optimistic_renewal_falls_back_to_reading_the_lease() -> None:
+    clock, starts = Clock(), []
+    api = MemoryLease(clock)
+    candidate = elector(clock, api, starts)
+    candidate.step()
+    assert api.lease is not None
+    api.lease = {**api.lease, "metadata": {"resourceVersion": "7"}}  # written by someone else
+    api.calls.clear()
+    clock.now += RETRY
+    candidate.step()
+    assert api.calls == ["replace", "get", "replace"]  # 409, then the slow path
+    assert candidate.is_leader()
+    assert starts == [100.0]

@@ -224,6 +224,8 @@ class LeaderElector:
         log.info("stopped leading", extra={"identity": self.identity, "why": why})
 
     def _try_acquire_or_renew(self) -> bool:
+        if self.is_leader() and self._renew_optimistically():
+            return True
         settings = self._settings
         lease = self._api.get()
         if lease is None:
@@ -239,6 +241,28 @@ class LeaderElector:
             return False
         spec = claimed_spec(record, self.identity, settings.lease_duration, utc_now())
         return self._write(record, spec)
+
+    def _renew_optimistically(self) -> bool:
+        """Renew with one update of the Lease last written, as client-go's leader does.
+
+        A leader's last write is almost always the current Lease, so reading it
+        first (the slow path) would double an idle writer's traffic: measured
+        against the real kube-apiserver, one GET before every renewal was half
+        of all its requests (bench/README.md). A conflict or any error falls
+        back to the slow path, which reads the Lease and decides afresh.
+        """
+        observed = self._observed
+        if observed is None or observed.holder != self.identity:
+            return False
+        spec = claimed_spec(observed, self.identity, self._settings.lease_duration, utc_now())
+        try:
+            return self._write(observed, spec)
+        except Exception as error:
+            log.info(
+                "optimistic lease renewal failed; reading the lease",
+                extra={"status": status_code(error), "error": f"{type(error).__name__}"},
+            )
+            return False
 
     def _write(self, record: LeaseRecord | None, spec: dict[str, Any]) -> bool:
         try:

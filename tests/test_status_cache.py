@@ -1,0 +1,36 @@
+"""The writer's cache keeps what planning reads and nothing it never reads (managedFields)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.status.cache import ObjectCache
+
+
+def store(name: str, version: str) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "namespace": "ns", "name": name, "resourceVersion": version, "generation": 2,
+            "finalizers": ["agents.ctxmesh.ai/in-use-protection"],
+            "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {}}],
+        },
+        "spec": {"human": {"scores": [{"name": "thumbs"}]}},
+        "status": {"conditions": [{"type": "Validated", "status": "True"}]},
+    }  # fmt: skip
+
+
+def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    kept = {**obj, "metadata": dict(obj["metadata"])}
+    del kept["metadata"]["managedFields"]
+    return kept
+
+
+def test_every_way_in_drops_managed_fields_and_keeps_the_rest() -> None:
+    cache = ObjectCache()
+    listed, watched, written = store("a", "1"), store("b", "2"), store("b", "3")
+    expected = [without_managed_fields(o) for o in (listed, watched, written)]
+    cache.replace({("ns", "a"): listed})
+    cache.put(("ns", "b"), watched)
+    assert cache.put_if_unchanged(("ns", "b"), "2", written)
+    assert cache.get(("ns", "a")) == expected[0]
+    assert cache.get(("ns", "b")) == expected[2]

@@ -98,17 +98,14 @@ class StatusController:
             replan=self.resync,
             recheck_seconds=settings.agent_recheck_seconds,
         )
+        events = EventRecorder(api_client, settings.identity, self.metrics)
         self.writer = StatusWriter(
             stores,
             self.cache,
             self.metrics,
-            EventRecorder(api_client, settings.identity, self.metrics),
+            events,
             self.elector.is_leader,
-            Protection(
-                self.agents.view,
-                FinalizerApi(api_client),
-                UsageEvents(api_client, settings.identity, self.metrics),
-            ),
+            Protection(self.agents.view, FinalizerApi(api_client), UsageEvents(events)),
         )
         self.informer = Informer(
             stores,

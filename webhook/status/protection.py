@@ -19,13 +19,12 @@ from typing import Any, Final, cast
 
 import orjson
 import urllib3
-from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event, CustomObjectsApi
+from kubernetes.client import ApiClient, CustomObjectsApi
 
 from webhook.rules import inuse, limits
 from webhook.status.cache import Key
-from webhook.status.events import NORMAL, Transition, event_body
+from webhook.status.events import NORMAL, EventRecorder, Transition
 from webhook.status.kubeapi import APPLY_PATCH, FIELD_MANAGER, REQUEST_TIMEOUT
-from webhook.status.metrics import WriterMetrics
 from webhook.status.usage import View
 
 log = logging.getLogger("webhook.status.protection")
@@ -62,38 +61,17 @@ class FinalizerApi:
 
 
 class UsageEvents:
-    """`Normal DeletionDeferred` and `Normal DeletionReleased` about a store."""
+    """`Normal DeletionDeferred` and `Normal DeletionReleased` about a store.
 
-    def __init__(self, api_client: ApiClient, instance: str, metrics: WriterMetrics) -> None:
-        self._api = CoreV1Api(api_client)
-        self._instance = instance
-        self._metrics = metrics
+    Sent through the writer's one `EventRecorder`, so a deferral repeated on
+    the same store patches the first Event's count, as for `Validated`.
+    """
+
+    def __init__(self, recorder: EventRecorder) -> None:
+        self._recorder = recorder
 
     def record(self, store: dict[str, Any], reason: str, message: str, now: datetime) -> None:
-        body = event_body(
-            store, Transition(NORMAL, reason), message[:MAX_MESSAGE], self._instance, now
-        )
-        metadata = store["metadata"]
-        try:
-            self._api.create_namespaced_event(
-                metadata["namespace"],
-                CoreV1Event.model_validate(body),
-                field_manager=FIELD_MANAGER,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-        except Exception as error:  # best effort, as client-go's recorder
-            self._metrics.events.labels(reason, "error").inc()
-            log.warning(
-                "event not recorded",
-                extra={
-                    "namespace": metadata["namespace"],
-                    "object": metadata["name"],
-                    "reason": reason,
-                    "error": f"{type(error).__name__}: {error}"[:300],
-                },
-            )
-            return
-        self._metrics.events.labels(reason, "ok").inc()
+        self._recorder.emit(store, Transition(NORMAL, reason), message[:MAX_MESSAGE], now)
 
 
 class Protection:

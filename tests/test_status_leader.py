@@ -24,8 +24,9 @@ from tests.status_support import (
 )
 from webhook.status.controller import StatusController
 from webhook.status.kubeapi import LeaseApi
-from webhook.status.leader import ElectionSettings, LeaderElector
+from webhook.status.leader import LeaderElector
 from webhook.status.metrics import WriterMetrics
+from webhook.status.settings import ElectionSettings
 
 apiserver = fixtures.apiserver  # a started emulator per test
 

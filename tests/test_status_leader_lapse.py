@@ -13,8 +13,9 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from webhook.status.leader import ElectionSettings, LeaderElector
+from webhook.status.leader import LeaderElector
 from webhook.status.metrics import WriterMetrics
+from webhook.status.settings import ElectionSettings
 
 RETRY = 0.25
 DEADLINE = 2.0

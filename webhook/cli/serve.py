@@ -12,7 +12,8 @@ import pathlib
 import sys
 from typing import Any
 
-from webhook.server.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT
+from webhook.cli import flags
+from webhook.server.config import ServerConfig
 
 DEV_CERTS_DIR = pathlib.Path("certs") / "dev"
 DEV_HOST = "127.0.0.1"
@@ -90,69 +91,68 @@ def register(subparsers: Any) -> None:
         help="where --dev keeps its certificates (default: %(default)s)",
     )
     net = parser.add_argument_group("listening")
-    net.add_argument("--host", default=None, help="address to listen on (default: all interfaces)")
+    net.add_argument(
+        "--host",
+        default=flags.default_of(ServerConfig, "host"),
+        help="address to listen on (default: all interfaces)",
+    )
     net.add_argument(
         "--port",
         type=int,
-        default=DEFAULT_PORT,
+        default=flags.default_of(ServerConfig, "port"),
         help="TLS port (default: %(default)s; 0 picks a free one)",
     )
     net.add_argument(
         "--probe-port",
-        type=_port,
-        default=None,
+        type=flags.port,
+        default=flags.default_of(ServerConfig, "probe_port"),
         metavar="N",
         help="a second TLS port serving only /healthz, /readyz and /metrics, never asking "
         "for a client certificate (for the kubelet's probes; 0 picks a free one)",
     )
     net.add_argument(
         "--workers",
-        type=_positive_int,
-        default=1,
+        type=flags.positive_int,
+        default=flags.default_of(ServerConfig, "workers"),
         metavar="N",
-        help="server processes sharing the port via SO_REUSEPORT (default: 1)",
+        help="server processes sharing the port via SO_REUSEPORT (default: %(default)s)",
     )
     limits = parser.add_argument_group("limits")
+    max_body_bytes = flags.default_of(ServerConfig, "max_body_bytes")
     limits.add_argument(
         "--max-body-bytes",
-        type=_positive_int,
-        default=DEFAULT_MAX_BODY_BYTES,
+        type=flags.positive_int,
+        default=max_body_bytes,
         metavar="N",
-        help="larger request bodies get 413 (default: 7 MiB)",
+        help=f"larger request bodies get 413 (default: {max_body_bytes / 2**20:g} MiB)",
     )
     limits.add_argument(
         "--idle-timeout",
-        type=_positive_float,
-        default=120.0,
+        type=flags.positive_float,
+        default=flags.default_of(ServerConfig, "idle_timeout"),
         metavar="SECONDS",
         help="close a connection with no complete request for this long (default: %(default)s)",
     )
     limits.add_argument(
         "--shutdown-delay",
-        type=_non_negative_float,
-        default=2.0,
+        type=flags.non_negative_float,
+        default=flags.default_of(ServerConfig, "shutdown_delay"),
         metavar="SECONDS",
         help="after SIGTERM, keep serving while not ready "
         "for this long before closing the port (default: %(default)s)",
     )
     limits.add_argument(
         "--shutdown-timeout",
-        type=_positive_float,
-        default=10.0,
+        type=flags.positive_float,
+        default=flags.default_of(ServerConfig, "shutdown_timeout"),
         metavar="SECONDS",
         help="then wait at most this long for requests in flight (default: %(default)s)",
     )
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=("debug", "info", "warning", "error"),
-        help="JSON log lines on stderr from this level (default: %(default)s)",
-    )
+    flags.add_log_level(parser, ServerConfig, "JSON log lines on stderr from this level")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.server.config import ServerConfig
     from webhook.server.logs import configure
 
     try:
@@ -228,31 +228,3 @@ def dev_hint(certs_dir: pathlib.Path, host: str, port: int) -> str:
         f"  curl --cacert {certs_dir / 'ca.crt'} -H 'Content-Type: application/json' \\\n"
         f"    https://{target}:{port}/validate --data '{review}'\n"
     )
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {value}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value

@@ -7,7 +7,6 @@ standby replica takes over at once, not after the lease expires) and exits 0.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import sys
@@ -16,11 +15,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+from webhook.cli import flags
+from webhook.status.settings import WriterSettings
 
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 EXIT_OK = 0
 EXIT_CONFIG = 2
+
+
+def _default(name: str) -> Any:
+    return flags.default_of(WriterSettings, name)
 
 
 def register(subparsers: Any) -> None:
@@ -47,56 +51,66 @@ def register(subparsers: Any) -> None:
         help="namespace of the Lease (default: $POD_NAMESPACE, the service account's, or default)",
     )
     parser.add_argument(
-        "--lease-name", metavar="NAME", default="feedbackstore-status-writer", help="Lease name"
+        "--lease-name",
+        metavar="NAME",
+        default=_default("lease_name"),
+        help="Lease name (default: %(default)s)",
     )
     parser.add_argument(
         "--resync-seconds",
-        type=_positive_float,
-        default=300.0,
+        type=flags.positive_float,
+        default=_default("resync_seconds"),
         metavar="N",
-        help="re-check every cached object this often (costs no request when up to date)",
+        help="re-check every cached object this often, costing no request when up to date "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--metrics-port",
-        type=_port,
-        default=8080,
+        type=flags.port,
+        default=_default("metrics_port"),
         metavar="N",
-        help="port for /healthz, /readyz and /metrics (0: any free port, logged)",
+        help="port for /healthz, /readyz and /metrics (default: %(default)s; 0: any free "
+        "port, logged)",
     )
     parser.add_argument(
         "--metrics-host",
-        default="0.0.0.0",  # noqa: S104 - probes and scrapes come from outside the pod
+        default=_default("metrics_host"),
         metavar="HOST",
-        help="address for that port",
+        help="address for that port (default: %(default)s)",
     )
     parser.add_argument(
         "--lease-duration-seconds",
-        type=_positive_int,
-        default=15,
+        type=flags.positive_int,
+        default=_default("lease_duration"),
         metavar="N",
-        help="how long a Lease holds without renewal",
+        help="how long a Lease holds without renewal (default: %(default)s)",
     )
     parser.add_argument(
         "--renew-deadline-seconds",
-        type=_positive_float,
-        default=10.0,
+        type=flags.positive_float,
+        default=_default("renew_deadline"),
         metavar="N",
-        help="the leader stops writing when it could not renew for this long",
+        help="the leader stops writing when it could not renew for this long "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--retry-period-seconds",
-        type=_positive_float,
-        default=2.0,
+        type=flags.positive_float,
+        default=_default("retry_period"),
         metavar="N",
-        help="how often to renew (leader) or try to acquire (standby)",
+        help="how often to renew (leader) or try to acquire (standby) (default: %(default)s)",
     )
     parser.add_argument(
-        "--workers", type=_positive_int, default=4, metavar="N", help="concurrent status writes"
+        "--workers",
+        type=flags.positive_int,
+        default=_default("workers"),
+        metavar="N",
+        help="concurrent status writes (default: %(default)s)",
     )
     parser.add_argument(
         "--qps",
-        type=_non_negative_float,
-        default=DEFAULT_QPS,
+        type=flags.non_negative_float,
+        default=_default("qps"),
         metavar="N",
         help=(
             "client-side limit: requests per second to the API server, watches excepted, as "
@@ -106,57 +120,59 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--burst",
-        type=_positive_int,
-        default=DEFAULT_BURST,
+        type=flags.positive_int,
+        default=_default("burst"),
         metavar="N",
         help="requests allowed at once above --qps after a quiet spell (default %(default)s)",
     )
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=("debug", "info", "warning", "error"),
-        help="log level (logs are JSON lines on stderr)",
-    )
+    flags.add_log_level(parser, WriterSettings, "log level (logs are JSON lines on stderr)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from webhook.status.logs import configure_logging
 
-    configure_logging(args.log_level)
+    settings = _settings(args)
+    configure_logging(settings.log_level)
     try:
         api_client = _api_client(args.kubeconfig)
     except Exception as error:  # any config problem: say so, exit 2
         print(f"status-writer: cannot load Kubernetes configuration: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    if not 0 < args.renew_deadline_seconds < args.lease_duration_seconds:
+    if not 0 < settings.renew_deadline < settings.lease_duration:
         print(
             "status-writer: --renew-deadline-seconds must be below --lease-duration-seconds",
             file=sys.stderr,
         )
         return EXIT_CONFIG
-    return _serve(args, api_client)
+    return _serve(settings, api_client)
 
 
-def _serve(args: argparse.Namespace, api_client: Any) -> int:
-    import logging
-
-    from webhook.status.controller import StatusController, WriterSettings
-    from webhook.status.health import HealthServer
-
-    log = logging.getLogger("webhook.status")
-    settings = WriterSettings(
+def _settings(args: argparse.Namespace) -> WriterSettings:
+    return WriterSettings(
         namespace=args.namespace or None,
         lease_namespace=args.lease_namespace or _own_namespace(),
         lease_name=args.lease_name,
         resync_seconds=args.resync_seconds,
-        workers=max(args.workers, 1),
+        workers=args.workers,
         qps=args.qps,
         burst=args.burst,
         lease_duration=args.lease_duration_seconds,
         renew_deadline=args.renew_deadline_seconds,
         retry_period=args.retry_period_seconds,
+        metrics_host=args.metrics_host,
+        metrics_port=args.metrics_port,
+        log_level=args.log_level,
     )
+
+
+def _serve(settings: WriterSettings, api_client: Any) -> int:
+    import logging
+
+    from webhook.status.controller import StatusController
+    from webhook.status.health import HealthServer
+
+    log = logging.getLogger("webhook.status")
     controller = StatusController(api_client, settings)
     stop = threading.Event()
 
@@ -168,15 +184,16 @@ def _serve(args: argparse.Namespace, api_client: Any) -> int:
     signal.signal(signal.SIGINT, on_signal)
     try:
         health = HealthServer(
-            args.metrics_host,
-            args.metrics_port,
+            settings.metrics_host,
+            settings.metrics_port,
             controller.alive,
             controller.ready,
             controller.metrics.render,
         )
     except OSError as error:
         print(
-            f"status-writer: cannot listen on {args.metrics_host}:{args.metrics_port}: {error}",
+            f"status-writer: cannot listen on {settings.metrics_host}:{settings.metrics_port}: "
+            f"{error}",
             file=sys.stderr,
         )
         return EXIT_CONFIG
@@ -210,31 +227,3 @@ def _own_namespace() -> str:
         return _SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or "default"
     except OSError:
         return "default"
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    value = float(text)
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"not a port: {text!r}")
-    return value

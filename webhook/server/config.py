@@ -6,9 +6,6 @@ import pathlib
 from dataclasses import dataclass
 from typing import Final
 
-# An UPDATE carries two objects of up to 1.5 MiB each plus the envelope.
-DEFAULT_MAX_BODY_BYTES: Final = 7 * 1024 * 1024
-DEFAULT_PORT: Final = 8443
 # prometheus-client's multiprocess directory, set for `--workers N` before the workers start.
 MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -18,8 +15,9 @@ class ServerConfig:
     cert_file: pathlib.Path
     key_file: pathlib.Path
     host: str | None = None
-    port: int = DEFAULT_PORT
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    port: int = 8443
+    # An UPDATE carries two objects of up to 1.5 MiB each plus the envelope.
+    max_body_bytes: int = 7 * 1024 * 1024
     workers: int = 1
     # PEM CA bundle: the webhook port then requires a client certificate it signed
     # (only kube-apiserver, configured with that certificate, gets past TLS).

@@ -26,9 +26,10 @@ from kubernetes.client import ApiClient
 
 from webhook.rules import inuse
 from webhook.status.cache import Key, ObjectCache
-from webhook.status.informer import Informer, InformerSettings
+from webhook.status.informer import Informer
 from webhook.status.kubeapi import LIST_TIMEOUT, FeedbackStoreApi, status_code
 from webhook.status.metrics import WriterMetrics
+from webhook.status.settings import InformerSettings
 from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference
 from webhook.status.workqueue import WorkQueue
 

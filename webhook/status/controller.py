@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from kubernetes.client import ApiClient
 
@@ -20,41 +19,17 @@ from webhook import __version__
 from webhook.status.agents import AgentView
 from webhook.status.cache import Key, ObjectCache
 from webhook.status.events import EventRecorder
-from webhook.status.informer import Informer, InformerSettings
+from webhook.status.informer import Informer
 from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi, LeaseApi
-from webhook.status.leader import ElectionSettings, LeaderElector, holder_identity
+from webhook.status.leader import LeaderElector
 from webhook.status.metrics import WriterMetrics
-from webhook.status.pager import PAGE_SIZE
 from webhook.status.protection import FinalizerApi, Protection, UsageEvents
-from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket, throttle
+from webhook.status.ratelimit import TokenBucket, throttle
+from webhook.status.settings import WriterSettings
 from webhook.status.workqueue import WorkQueue
 from webhook.status.writer import StatusWriter
 
 log = logging.getLogger("webhook.status.controller")
-
-
-@dataclass(slots=True)
-class WriterSettings:
-    # In-use protection (SPEC §7): how often to look for the AgentDeployment CRD while absent.
-    agent_recheck_seconds: float = 30.0
-    namespace: str | None = None
-    lease_namespace: str = "default"
-    lease_name: str = "feedbackstore-status-writer"
-    identity: str = field(default_factory=holder_identity)
-    resync_seconds: float = 300.0
-    workers: int = 4
-    lease_duration: int = 15
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    watch_timeout_seconds: int = 300
-    backoff_initial: float = 0.8
-    backoff_cap: float = 30.0
-    retry_initial: float = 0.05
-    retry_cap: float = 30.0
-    list_page_size: int | None = PAGE_SIZE
-    # Client-side rate limit on every request but watches (ratelimit.py); qps 0: none.
-    qps: float = DEFAULT_QPS
-    burst: int = DEFAULT_BURST
 
 
 class StatusController:
@@ -78,12 +53,7 @@ class StatusController:
         self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
         self.elector = LeaderElector(
             LeaseApi(self._lease_client, settings.lease_namespace, settings.lease_name),
-            ElectionSettings(
-                settings.identity,
-                settings.lease_duration,
-                settings.renew_deadline,
-                settings.retry_period,
-            ),
+            settings.election(),
             self.metrics,
             on_started_leading=self.resync,
         )
@@ -92,9 +62,7 @@ class StatusController:
             api_client,
             settings.namespace,
             self.queue,
-            InformerSettings(
-                settings.watch_timeout_seconds, settings.backoff_initial, settings.backoff_cap
-            ),
+            settings.informer(),
             replan=self.resync,
             recheck_seconds=settings.agent_recheck_seconds,
         )
@@ -112,12 +80,7 @@ class StatusController:
             self.cache,
             self.queue,
             self.metrics,
-            InformerSettings(
-                settings.watch_timeout_seconds,
-                settings.backoff_initial,
-                settings.backoff_cap,
-                settings.list_page_size,
-            ),
+            settings.informer(page_size=settings.list_page_size),
             on_deleted=self.writer.forget,
         )
         self._stop = threading.Event()

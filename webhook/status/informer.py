@@ -21,11 +21,9 @@ from __future__ import annotations
 import contextlib
 import http
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import urllib3
@@ -34,7 +32,7 @@ from webhook.status.backoff import Backoff
 from webhook.status.cache import Key, ObjectCache, object_key, resource_version
 from webhook.status.kubeapi import TRANSPORT_ERRORS, FeedbackStoreApi, retry_after, status_code
 from webhook.status.metrics import WriterMetrics
-from webhook.status.pager import PAGE_SIZE
+from webhook.status.settings import InformerSettings
 from webhook.status.watch import (
     WatchEvent,
     WatchStreamError,
@@ -53,18 +51,6 @@ _HEALTHY_WATCH_SECONDS = 1.0
 
 class ResourceExpiredError(Exception):
     """410 Gone: the resourceVersion we watch from is no longer in the server's window."""
-
-
-@dataclass(slots=True)
-class InformerSettings:
-    # Server-side watch timeout: a random value in [t, 2t), as client-go's reflector
-    # does, so many watchers do not all reconnect at the same moment.
-    watch_timeout_seconds: int = 300
-    backoff_initial: float = 0.8
-    backoff_cap: float = 30.0
-    # Objects per list request (client-go's pager default); None lists everything at once.
-    page_size: int | None = PAGE_SIZE
-    rng: random.Random = field(default_factory=random.Random)
 
 
 class Informer:

@@ -20,7 +20,8 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from webhook.rules import limits
-from webhook.status.pager import PAGE_SIZE, Listed, Page, list_all
+from webhook.status.pager import Listed, Page, list_all
+from webhook.status.settings import PAGE_SIZE
 
 FIELD_MANAGER: Final = "feedbackstore-status-writer"
 APPLY_PATCH: Final = "application/apply-patch+yaml"

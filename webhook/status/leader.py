@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import http
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,16 +28,10 @@ from typing import Any
 
 from webhook.status.kubeapi import LeaseApi, status_code
 from webhook.status.metrics import WriterMetrics
+from webhook.status.settings import ElectionSettings
 from webhook.status.timestamps import micro_time, utc_now
 
 log = logging.getLogger("webhook.status.leader")
-
-
-def holder_identity(environ: dict[str, str] | None = None) -> str:
-    """`<pod name>_<uuid>`: unique per process even when two share a pod name or host."""
-    env = os.environ if environ is None else environ
-    base = env.get("POD_NAME") or socket.gethostname() or "status-writer"
-    return f"{base[:200]}_{uuid.uuid4()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +105,6 @@ def released_spec(record: LeaseRecord, now: datetime) -> dict[str, Any]:
         leaseTransitions=record.transitions,
     )
     return spec
-
-
-@dataclass(slots=True)
-class ElectionSettings:
-    identity: str
-    lease_duration: int = 15
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
 
 
 class LeaderElector:

@@ -22,11 +22,11 @@ from __future__ import annotations
 import http
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-PAGE_SIZE: Final = 500
+from webhook.status.settings import PAGE_SIZE
 
 
 @dataclass(frozen=True, slots=True)

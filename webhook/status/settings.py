@@ -1,0 +1,98 @@
+"""What the status writer can be told: its settings and their defaults, each stated once.
+
+A module of its own, importing nothing heavier than the standard library, so the
+`status-writer` command can read these defaults for its flags and `--help` without
+loading the Kubernetes client (`feedbackstore-webhook validate` starts in milliseconds).
+The writer's own settings take the defaults of the parts they configure (election,
+informer) from those parts' settings rather than restating them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Final
+
+from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+
+# Objects per list request: client-go's pager `defaultPageSize`.
+PAGE_SIZE: Final = 500
+
+
+def holder_identity(environ: dict[str, str] | None = None) -> str:
+    """`<pod name>_<uuid>`: unique per process even when two share a pod name or host."""
+    env = os.environ if environ is None else environ
+    base = env.get("POD_NAME") or socket.gethostname() or "status-writer"
+    return f"{base[:200]}_{uuid.uuid4()}"
+
+
+@dataclass(slots=True)
+class ElectionSettings:
+    identity: str
+    lease_duration: int = 15
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass(slots=True)
+class InformerSettings:
+    # Server-side watch timeout: a random value in [t, 2t), as client-go's reflector
+    # does, so many watchers do not all reconnect at the same moment.
+    watch_timeout_seconds: int = 300
+    backoff_initial: float = 0.8
+    backoff_cap: float = 30.0
+    # Objects per list request (client-go's pager default); None lists everything at once.
+    page_size: int | None = PAGE_SIZE
+    rng: random.Random = field(default_factory=random.Random)
+
+
+_ELECTION: Final = ElectionSettings(identity="")
+_INFORMER: Final = InformerSettings()
+
+
+@dataclass(slots=True)
+class WriterSettings:
+    # In-use protection (SPEC §7): how often to look for the AgentDeployment CRD while absent.
+    agent_recheck_seconds: float = 30.0
+    namespace: str | None = None
+    lease_namespace: str = "default"
+    lease_name: str = "feedbackstore-status-writer"
+    identity: str = field(default_factory=holder_identity)
+    resync_seconds: float = 300.0
+    workers: int = 4
+    lease_duration: int = _ELECTION.lease_duration
+    renew_deadline: float = _ELECTION.renew_deadline
+    retry_period: float = _ELECTION.retry_period
+    watch_timeout_seconds: int = _INFORMER.watch_timeout_seconds
+    backoff_initial: float = _INFORMER.backoff_initial
+    backoff_cap: float = _INFORMER.backoff_cap
+    retry_initial: float = 0.05
+    retry_cap: float = 30.0
+    list_page_size: int | None = _INFORMER.page_size
+    # Client-side rate limit on every request but watches (ratelimit.py); qps 0: none.
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
+    # The health endpoint: /healthz, /readyz and /metrics (port 0: any free port).
+    # Probes and scrapes come from outside the pod, hence every interface.
+    metrics_host: str = "0.0.0.0"  # noqa: S104
+    metrics_port: int = 8080
+    log_level: str = "info"
+
+    def election(self) -> ElectionSettings:
+        return ElectionSettings(
+            identity=self.identity,
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
+        )
+
+    def informer(self, page_size: int | None = PAGE_SIZE) -> InformerSettings:
+        return InformerSettings(
+            watch_timeout_seconds=self.watch_timeout_seconds,
+            backoff_initial=self.backoff_initial,
+            backoff_cap=self.backoff_cap,
+            page_size=page_size,
+        )

@@ -26,8 +26,8 @@ from tests.admission_support.pki import SERVICE_DNS, client_context
 from tests.admission_support.reviews import V1BETA1, create, duplicate_spec, update, valid_spec
 from tests.test_admission_decision import RULES
 from webhook.admission import Why
+from webhook.observability.logs import JsonFormatter
 from webhook.server.app import CERTIFICATE
-from webhook.server.logs import JsonFormatter
 
 
 async def admitted(webhook: Webhook, sent: dict[str, Any]) -> dict[str, Any]:

@@ -1,17 +1,17 @@
-"""The server's JSON log lines: whole lines, in order, written a few kilobytes at a time or a
-moment later, and never lost at a graceful exit; the hot-path denial line is the same JSON
-object the logging machinery would write, at the same level."""
+"""The JSON log lines of both processes: one formatter on stdlib logging, written by a listener
+thread; lines whole under concurrency, every one written at a graceful exit, and the level
+respected."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
-import pathlib
 import signal
 import socket
 import threading
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any
 
 import aiohttp
 import orjson
@@ -24,164 +24,21 @@ from tests.admission_support.reviews import create, duplicate_spec, valid_spec
 from tests.admission_support.servers import ConsoleServer, WebhookClient
 from tests.test_server_lifecycle import _console, serving_port, tls_args  # noqa: F401 (fixture)
 from tests.test_server_tls import eventually
-from webhook.server import logs
-from webhook.server.logs import (
-    ATOMIC_WRITE_BYTES,
-    LINGER_SECONDS,
-    HotPathLog,
-    JsonFormatter,
-    JsonLines,
-)
-
-
-class Writes:
-    """The receiving end of a SOCK_SEQPACKET pair: every write() arrives as one message.
-
-    The sending end is a real file descriptor, as stderr is, so the sink takes its
-    direct-write path, and each of its writes can be told apart.
-    """
-
-    def __init__(self) -> None:
-        self._receiver, self._sender = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self._receiver.setblocking(False)
-        self.stream: TextIO = open(self._sender.fileno(), "w", closefd=False)  # noqa: SIM115
-
-    def taken(self) -> list[bytes]:
-        """The writes that arrived since the last call, each one whole."""
-        got = []
-        while True:
-            try:
-                got.append(self._receiver.recv(1 << 20))
-            except BlockingIOError:
-                return got
-
-    def close(self) -> None:
-        self.stream.close()
-        self._sender.close()
-        self._receiver.close()
-
-
-@pytest.fixture(name="writes")
-def _writes() -> Iterator[Writes]:
-    writes = Writes()
-    yield writes
-    writes.close()
-
-
-def line(n: int, size: int = 100) -> bytes:
-    return orjson.dumps({"n": n, "pad": "x" * size}) + b"\n"
-
-
-async def written_soon(writes: Writes) -> list[bytes]:
-    """The writes that arrive once the sink's linger time has passed (polled, for a busy box)."""
-    got: list[bytes] = []
-    for _ in range(1000):
-        await asyncio.sleep(LINGER_SECONDS)
-        if got := writes.taken():
-            break
-    await asyncio.sleep(2 * LINGER_SECONDS)
-    return got + writes.taken()
-
-
-async def test_queued_lines_are_written_together_a_moment_later(writes: Writes) -> None:
-    sink = JsonLines(writes.stream)
-    sink.bind(asyncio.get_running_loop())
-    try:
-        for n in range(3):
-            sink.write(line(n))
-        assert writes.taken() == []
-        assert await written_soon(writes) == [line(0) + line(1) + line(2)]
-        sink.write(line(3))
-        assert await written_soon(writes) == [line(3)]
-    finally:
-        sink.bind(None)
-
-
-async def test_lines_filling_an_atomic_write_go_at_once_cut_between_lines(
-    writes: Writes,
-) -> None:
-    sink = JsonLines(writes.stream)
-    sink.bind(asyncio.get_running_loop())
-    # Non-ASCII text counts in bytes; one line alone is longer than an atomic write.
-    lines = [line(n, 300) for n in range(20)] + [orjson.dumps({"name": "é" * 400}) + b"\n"]
-    lines += [line(99, 2 * ATOMIC_WRITE_BYTES), line(100)]
-    try:
-        for each in lines:
-            sink.write(each)
-        at_once = writes.taken()
-        got = at_once + await written_soon(writes)
-    finally:
-        sink.bind(None)
-    assert len(at_once) >= 3
-    assert b"".join(got) == b"".join(lines)
-    for write in got:
-        assert write.endswith(b"\n")
-        assert len(write) <= ATOMIC_WRITE_BYTES or write == line(99, 2 * ATOMIC_WRITE_BYTES)
-
-
-async def test_a_regular_file_gets_every_line_whole_and_in_order(tmp_path: pathlib.Path) -> None:
-    with (tmp_path / "log").open("a") as stream:
-        sink = JsonLines(stream)
-        sink.bind(asyncio.get_running_loop())
-        lines = [line(n, 300) for n in range(500)]
-        for each in lines:
-            sink.write(each)
-        sink.bind(None)
-    assert (tmp_path / "log").read_bytes() == b"".join(lines)
-
-
-@pytest.mark.parametrize(
-    "bound",
-    [pytest.param(False, id="with no loop bound each line is written at once"),
-     pytest.param(True, id="a line from another thread than the loop's is written at once")],
-)  # fmt: skip
-async def test_lines_that_cannot_wait_for_the_loop_are_written_at_once(
-    writes: Writes, bound: bool
-) -> None:
-    sink = JsonLines(writes.stream)
-    if bound:
-        sink.bind(asyncio.get_running_loop())
-    try:
-        thread = threading.Thread(target=sink.write, args=(line(1),))
-        thread.start()
-        thread.join()
-        assert writes.taken() == [line(1)]
-    finally:
-        sink.bind(None)
-
-
-async def test_unbinding_the_loop_writes_everything_queued(writes: Writes) -> None:
-    sink = JsonLines(writes.stream)
-    sink.bind(asyncio.get_running_loop())
-    for n in range(5):
-        sink.write(line(n))
-    sink.bind(None)
-    assert writes.taken() == [b"".join(line(n) for n in range(5))]
-    await asyncio.sleep(3 * LINGER_SECONDS)
-    assert writes.taken() == []
-
-
-def test_a_stream_without_a_file_descriptor_gets_the_same_lines() -> None:
-    import io
-
-    stream = io.StringIO()
-    sink = JsonLines(stream)
-    sink.write(line(1))
-    sink.write(orjson.dumps({"name": "é"}) + b"\n")
-    assert stream.getvalue().encode() == line(1) + orjson.dumps({"name": "é"}) + b"\n"
+from webhook.observability import logs
+from webhook.observability.logs import JsonFormatter
 
 
 @pytest.fixture(name="configured")
-def _configured(writes: Writes) -> Iterator[Writes]:
+def _configured() -> Iterator[io.StringIO]:
     """`configure` on a test stream, with the process's logging put back afterwards."""
     root = logging.getLogger()
-    saved = (root.handlers[:], root.level, logs._sink, logging._srcfile,
-             logging.logThreads, logging.logMultiprocessing)  # fmt: skip
+    saved = (root.handlers[:], root.level, logging.logThreads, logging.logMultiprocessing)
+    stream = io.StringIO()
     try:
-        yield writes
+        yield stream
     finally:
-        (root.handlers[:], level, logs._sink, logging._srcfile,
-         logging.logThreads, logging.logMultiprocessing) = saved  # fmt: skip
+        logs.stop()
+        root.handlers[:], level, logging.logThreads, logging.logMultiprocessing = saved
         root.setLevel(level)
 
 
@@ -190,41 +47,74 @@ FIELDS = {"uid": "0f3c", "operation": "CREATE", "resource": "feedbackstores.agen
           "why": "invalid", "problems": 1}  # fmt: skip
 
 
-def test_the_hot_path_line_is_the_line_logging_writes(configured: Writes) -> None:
-    logs.configure("info", configured.stream)
-    HotPathLog("admission").info("denied", FIELDS)
+def written(stream: io.StringIO) -> list[dict[str, Any]]:
+    """Every line logged so far (stopping the listener writes what it still holds)."""
+    logs.stop()
+    return [orjson.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_fields_in_one_mapping_or_as_keys_of_their_own_make_the_same_line(
+    configured: io.StringIO,
+) -> None:
+    logs.configure("info", configured)
     logs.logger("admission").info("denied", extra={"fields": FIELDS})
-    fast, slow = (orjson.loads(write) for write in configured.taken())
-    assert fast.pop("time")[:19] == slow.pop("time")[:19]
-    assert list(fast) == list(slow)
-    assert fast == slow == {"level": "info", "logger": "feedbackstore_webhook.admission",
-                            "msg": "denied", "pid": fast["pid"], **FIELDS}  # fmt: skip
+    logging.getLogger("webhook.status.writer").info("written", extra={"object": "support"})
+    denied, status = written(configured)
+    assert denied.pop("time")[:4] == status.pop("time")[:4]
+    assert denied == {"level": "info", "logger": "feedbackstore_webhook.admission",
+                      "msg": "denied", "pid": denied["pid"], **FIELDS}  # fmt: skip
+    assert status == {"level": "info", "logger": "webhook.status.writer", "msg": "written",
+                      "pid": denied["pid"], "object": "support"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("level", "written"),
+    ("level", "expected"),
     [pytest.param("info", ["denied", "odd"], id="at info both lines are written"),
-     pytest.param("warning", ["odd"], id="at warning the info line is not even built")],
+     pytest.param("warning", ["odd"], id="at warning the info line is not written")],
 )  # fmt: skip
-def test_the_hot_path_respects_the_configured_level(
-    configured: Writes, level: str, written: list[str]
+def test_the_configured_level_decides(
+    configured: io.StringIO, level: str, expected: list[str]
 ) -> None:
-    logs.configure(level, configured.stream)
-    log = HotPathLog("admission")
-    log.info("denied", FIELDS)
-    log.warning("odd", {"why": "foreign_resource"})
-    assert [orjson.loads(write)["msg"] for write in configured.taken()] == written
+    logs.configure(level, configured)
+    log = logs.logger("admission")
+    log.info("denied", extra={"fields": FIELDS})
+    log.warning("odd", extra={"fields": {"why": "foreign_resource"}})
+    assert [entry["msg"] for entry in written(configured)] == expected
 
 
-def test_a_line_without_fields_is_still_one_json_object(configured: Writes) -> None:
-    logs.configure("info", configured.stream)
-    HotPathLog("admission").warning("odd", {})
-    (write,) = configured.taken()
-    assert write.endswith(b"}\n")
-    assert orjson.loads(write)["msg"] == "odd"
+def test_lines_from_many_threads_are_whole_and_each_thread_s_in_order(
+    configured: io.StringIO,
+) -> None:
+    logs.configure("info", configured)
+    log = logs.logger("admission")
+
+    def burst(thread: int) -> None:
+        for n in range(500):
+            log.info("denied", extra={"fields": {"thread": thread, "n": n, "pad": "é" * 300}})
+
+    threads = [threading.Thread(target=burst, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    entries = written(configured)
+    assert len(entries) == 8 * 500
+    for t in range(8):
+        assert [e["n"] for e in entries if e["thread"] == t] == list(range(500))
 
 
-def test_the_formatter_and_the_hot_path_share_the_time_format() -> None:
+def test_an_exception_is_named_and_its_traceback_kept(configured: io.StringIO) -> None:
+    logs.configure("info", configured)
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logging.getLogger("webhook.status.writer").exception("reconcile failed")
+    (entry,) = written(configured)
+    assert entry["error"] == "ValueError: boom"
+    assert "Traceback" in entry["exception"]
+
+
+def test_the_time_is_utc_with_milliseconds() -> None:
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "m", None, None)
     record.created = 1_700_000_000.9996
     assert orjson.loads(JsonFormatter().format(record))["time"] == "2023-11-14T22:13:20.999Z"

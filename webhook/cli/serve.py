@@ -153,7 +153,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.server.logs import configure
+    from webhook.observability.logs import configure
 
     try:
         cert_file, key_file, host = _serving_files(args)

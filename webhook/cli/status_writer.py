@@ -130,10 +130,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.status.logs import configure_logging
+    from webhook.observability.logs import configure
 
     settings = _settings(args)
-    configure_logging(settings.log_level)
+    # The client logs every request at DEBUG through urllib3; keep that out of ours.
+    configure(settings.log_level, quiet=["urllib3"])
     try:
         api_client = _api_client(args.kubeconfig)
     except Exception as error:  # any config problem: say so, exit 2
@@ -188,7 +189,7 @@ def _serve(settings: WriterSettings, api_client: Any) -> int:
             settings.metrics_port,
             controller.alive,
             controller.ready,
-            controller.metrics.render,
+            controller.metrics.exposition,
         )
     except OSError as error:
         print(

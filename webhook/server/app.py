@@ -18,7 +18,7 @@ from aiohttp import web
 from webhook.server.admission_endpoint import AdmissionEndpoint
 from webhook.server.certificate import ServingCertificate
 from webhook.server.config import ServerConfig
-from webhook.server.metrics import CONTENT_TYPE, WebhookMetrics
+from webhook.server.metrics import CONTENT_TYPE, WebhookMetrics, measured
 from webhook.server.refusal import refusal
 from webhook.server.tls import LoadedPair
 
@@ -58,7 +58,7 @@ def build_app(config: ServerConfig) -> web.Application:
     app[LIFECYCLE] = Lifecycle()
     app.cleanup_ctx.append(_watch_certificate)
     endpoint = AdmissionEndpoint(metrics, config.max_body_bytes, config.body_timeout)
-    app.router.add_route("*", "/validate", endpoint.handle)
+    app.router.add_route("*", "/validate", measured(metrics, endpoint.handle))
     _add_probe_routes(app)
     return app
 

@@ -21,7 +21,7 @@ import pathlib
 import ssl
 from collections.abc import Callable
 
-from webhook.server.logs import logger
+from webhook.observability.logs import logger
 from webhook.server.tls import CertificateError, LoadedPair, load_pair
 
 _log = logger("certificate")

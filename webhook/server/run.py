@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from webhook.observability.logs import logger
 from webhook.server.app import CERTIFICATE, LIFECYCLE, Lifecycle, build_app, build_probe_app
 from webhook.server.config import ServerConfig
-from webhook.server.logs import lines_batched_on, logger
 from webhook.server.site import TLSSite
 from webhook.server.tls import CertificateError
 
@@ -59,23 +59,21 @@ async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda
     # Everything loaded so far lives as long as the process: keep it out of the
     # collector's full passes, which then only walk what requests allocate.
     gc.freeze()
-    # Log lines are written in batches from here on, all of them before exiting.
-    with lines_batched_on(asyncio.get_running_loop()):
-        try:
-            on_serving(running.port)
-            first = await stop.next()
-            delay = config.shutdown_delay if first == signal.SIGTERM else 0.0
-            _log.info(
-                "shutting down",
-                extra={"fields": {"signal": first.name, "delay_seconds": delay,
-                                  "timeout_seconds": config.shutdown_timeout}},
-            )  # fmt: skip
-            running.lifecycle.shutting_down = True
-            if delay:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.next(), delay)
-        finally:
-            await running.stop()
+    try:
+        on_serving(running.port)
+        first = await stop.next()
+        delay = config.shutdown_delay if first == signal.SIGTERM else 0.0
+        _log.info(
+            "shutting down",
+            extra={"fields": {"signal": first.name, "delay_seconds": delay,
+                              "timeout_seconds": config.shutdown_timeout}},
+        )  # fmt: skip
+        running.lifecycle.shutting_down = True
+        if delay:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.next(), delay)
+    finally:
+        await running.stop()
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,8 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Final
 
+from webhook.observability.logs import configure, logger
 from webhook.server.config import MULTIPROC_ENV, ServerConfig
-from webhook.server.logs import configure, logger
 
 _log = logger("workers")
 # A worker that dies sooner than this after starting is broken, not unlucky.

@@ -13,7 +13,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST
+from webhook.observability.metrics import CONTENT_TYPE
 
 
 class HealthServer:
@@ -28,7 +28,7 @@ class HealthServer:
         routes: dict[str, Callable[[], tuple[HTTPStatus, str, bytes]]] = {
             "/healthz": lambda: _probe(alive()),
             "/readyz": lambda: _probe(ready()),
-            "/metrics": lambda: (HTTPStatus.OK, CONTENT_TYPE_LATEST, metrics()),
+            "/metrics": lambda: (HTTPStatus.OK, CONTENT_TYPE, metrics()),
         }
 
         class Handler(BaseHTTPRequestHandler):

@@ -1,4 +1,4 @@
-"""Prometheus metrics of one status writer, in its own registry.
+"""Prometheus metrics of one status writer: prometheus-client objects in its own registry.
 
 One registry per writer (not the process-global default) so two writers in
 one process, as the tests run them, never share or clash over a counter.
@@ -6,12 +6,14 @@ one process, as the tests run them, never share or clash over a counter.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import Counter, Gauge, Histogram
+
+from webhook.observability.metrics import Families
 
 
-class WriterMetrics:
+class WriterMetrics(Families):
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
+        super().__init__()
         r = self.registry
         self.objects = Gauge(
             "feedbackstore_status_objects", "FeedbackStores in the writer's cache", registry=r
@@ -81,6 +83,3 @@ class WriterMetrics:
             self.reconciles.labels(outcome)
         for result in ("ok", "not_found", "conflict", "error"):
             self.writes.labels(result)
-
-    def render(self) -> bytes:
-        return generate_latest(self.registry)

@@ -12,7 +12,7 @@ import pytest
 from tests.admission_support.apiserver import accepted_answer, kubectl_denial_text
 from tests.admission_support.reviews import create, duplicate_spec, feedbackstore, review
 from webhook.admission import decide, decode_review, review_answer
-from webhook.admission.status import MESSAGE_BUDGET
+from webhook.admission.denial import MESSAGE_BUDGET
 from webhook.admission.warnings import MAX_WARNING_LENGTH, bounded
 from webhook.rules import validate_feedbackstore
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from webhook.admission.audit import audit_annotations
 from webhook.admission.decision import Decision
+from webhook.admission.denial import invalid_status
 from webhook.admission.envelope import REVIEW_KIND, AdmissionRequest, AdmissionReview
-from webhook.admission.status import invalid_status
 
 
 def review_answer(review: AdmissionReview, decision: Decision) -> dict[str, Any]:

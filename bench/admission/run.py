@@ -233,6 +233,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=2.0, help="seconds of load before each")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--json", type=pathlib.Path, help="also write the results here")
+    parser.add_argument(
+        "--keep-alive-only",
+        action="store_true",
+        help="only the three keep-alive scenarios (no new connections, no workers)",
+    )
     args = parser.parse_args()
     wrk = ensure_wrk()
     with tempfile.TemporaryDirectory(prefix="admission-bench-") as work:
@@ -252,13 +257,15 @@ def main() -> None:
             for floor in floors:
                 results.append(report(f"keep-alive {payload}", floor.label, got[floor.label],
                                       got["ours"]))  # fmt: skip
-        for key in ("ecdsa", "rsa"):
+        for key in () if args.keep_alive_only else ("ecdsa", "rsa"):
             got = scenario(args, wrk, [floors[0], ours], pairs[key], body["small-valid"],
                            close=True)  # fmt: skip
             results.append(report(f"new connection {key}", "floor", got["floor"], got["ours"]))
-        workers = [Server("1 worker", "ours"), Server("ours", "ours", workers=2)]
-        got = scenario(args, wrk, workers, pairs["ecdsa"], body["small-valid"], pinned=False)
-        results.append(report("both CPUs, 2 workers", "1 worker", got["1 worker"], got["ours"]))
+        if not args.keep_alive_only:
+            workers = [Server("1 worker", "ours"), Server("ours", "ours", workers=2)]
+            got = scenario(args, wrk, workers, pairs["ecdsa"], body["small-valid"], pinned=False)
+            results.append(report("both CPUs, 2 workers", "1 worker", got["1 worker"],
+                                  got["ours"]))  # fmt: skip
     print(
         f"load average after: {load_average()} (other work on the machine skews req/s; "
         "the CPU-per-request ratio is steadier)",

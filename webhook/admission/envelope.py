@@ -1,72 +1,120 @@
-"""The AdmissionReview envelope (admission.k8s.io/v1 and v1beta1) as the webhook reads it.
+"""The AdmissionReview envelope (admission.k8s.io/v1 and v1beta1): its one declaration.
 
-Named tuples: immutable, typed, and cheap to build once per request. Every
-field kube-apiserver may send is here, with the type and default that
-`schema` declares for it; `decode` builds them straight from the JSON for
-the shape kube-apiserver sends, and from the validated `schema` models for
-anything else. `object`, `oldObject` and `options` stay untyped
-(`RawExtension`): the rules read them.
+Pydantic models, which `decode` validates every request against and the
+webhook then reads. Every field kube-apiserver may send is declared, so the
+upstream round-trip fixtures (which set all of them, even a `response` inside
+a request) parse; fields a newer API server adds are ignored rather than
+refused. Types are strict (a number is not a uid) because a wrongly typed
+envelope is a broken client, answered 400 rather than guessed at. `object`,
+`oldObject` and `options` stay untyped (`RawExtension`): the rules read them,
+and typing them here would walk a 1.5 MiB object twice.
+
+What these models accept is what the webhook accepts, and their errors are
+the words of its 400 answers (the class names, Kubernetes' own, appear in
+them). The accepted apiVersions and the kind are the `Literal`s below.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Final, Literal, get_args
 
-from webhook.admission.schema import API_VERSIONS, REVIEW_KIND, V1, V1BETA1, AdmissionResponse
+from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = [
-    "API_VERSIONS",
-    "REVIEW_KIND",
-    "V1",
-    "V1BETA1",
-    "AdmissionRequest",
-    "AdmissionReview",
-    "GroupVersionKind",
-    "GroupVersionResource",
-    "UserInfo",
-]
+ApiVersion = Literal["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]
+ReviewKind = Literal["AdmissionReview"]
+API_VERSIONS: Final[tuple[str, ...]] = get_args(ApiVersion)
+REVIEW_KIND: Final[str] = get_args(ReviewKind)[0]
 
 
-class GroupVersionKind(NamedTuple):
+class _Envelope(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
+
+
+class GroupVersionKind(_Envelope):
     group: str = ""
     version: str = ""
     kind: str = ""
 
 
-class GroupVersionResource(NamedTuple):
+class GroupVersionResource(_Envelope):
     group: str = ""
     version: str = ""
     resource: str = ""
 
 
-class UserInfo(NamedTuple):
+class UserInfo(_Envelope):
     username: str = ""
     uid: str = ""
     groups: list[str] | None = None
     extra: dict[str, list[str] | None] | None = None
 
 
-class AdmissionRequest(NamedTuple):
+class StatusCause(_Envelope):
+    reason: str = ""
+    message: str = ""
+    field: str = ""
+
+
+class StatusDetails(_Envelope):
+    name: str = ""
+    group: str = ""
+    kind: str = ""
+    uid: str = ""
+    causes: list[StatusCause] | None = None
+    retry_after_seconds: int = Field(default=0, alias="retryAfterSeconds")
+
+
+class ListMeta(_Envelope):
+    self_link: str = Field(default="", alias="selfLink")
+    resource_version: str = Field(default="", alias="resourceVersion")
+    continue_: str = Field(default="", alias="continue")
+    remaining_item_count: int | None = Field(default=None, alias="remainingItemCount")
+    shard_info: dict[str, Any] | None = Field(default=None, alias="shardInfo")
+
+
+class Status(_Envelope):
+    """metav1.Status as embedded in an AdmissionResponse (no apiVersion/kind there)."""
+
+    metadata: ListMeta | None = None
+    status: str = ""
+    message: str = ""
+    reason: str = ""
+    details: StatusDetails | None = None
+    code: int = 0
+
+
+class AdmissionResponse(_Envelope):
+    """Only the round-trip fixtures send one inside a request; validated, never read."""
+
     uid: str
+    allowed: bool
+    status: Status | None = None
+    patch: str | None = None
+    patch_type: str | None = Field(default=None, alias="patchType")
+    audit_annotations: dict[str, str] | None = Field(default=None, alias="auditAnnotations")
+    warnings: list[str] | None = None
+
+
+class AdmissionRequest(_Envelope):
+    uid: str = Field(min_length=1)
     kind: GroupVersionKind = GroupVersionKind()
     resource: GroupVersionResource = GroupVersionResource()
-    sub_resource: str = ""
-    request_kind: GroupVersionKind | None = None
-    request_resource: GroupVersionResource | None = None
-    request_sub_resource: str = ""
+    sub_resource: str = Field(default="", alias="subResource")
+    request_kind: GroupVersionKind | None = Field(default=None, alias="requestKind")
+    request_resource: GroupVersionResource | None = Field(default=None, alias="requestResource")
+    request_sub_resource: str = Field(default="", alias="requestSubResource")
     name: str = ""
     namespace: str = ""
     operation: str = ""
-    user_info: UserInfo = UserInfo()
+    user_info: UserInfo = Field(default=UserInfo(), alias="userInfo")
     object: Any = None
-    old_object: Any = None
-    dry_run: bool | None = None
+    old_object: Any = Field(default=None, alias="oldObject")
+    dry_run: bool | None = Field(default=None, alias="dryRun")
     options: Any = None
 
 
-class AdmissionReview(NamedTuple):
-    api_version: str
-    kind: str
+class AdmissionReview(_Envelope):
+    api_version: ApiVersion = Field(alias="apiVersion")
+    kind: ReviewKind
     request: AdmissionRequest
-    # Only the round-trip fixtures carry one; kept as validated.
     response: AdmissionResponse | None = None

@@ -21,15 +21,15 @@ from hypothesis import strategies as st
 from tests.crd_apiserver import CrdServer, Outcome
 from webhook.manifests import crd_manifest
 from webhook.manifests.cel_rules import MIN_KUBERNETES, SPEC_RULES, CelRule
-from webhook.rules import limits, validate_feedbackstore
+from webhook.rules import api, messages, validate_feedbackstore
 from webhook.rules.field_errors import quote
 
 SERVER = CrdServer.from_crd(crd_manifest())
-NO_SOURCE = limits.MSG_NO_SOURCE
-DUP_HUMAN = limits.MSG_DUP_HUMAN
-DUP_ACROSS = limits.MSG_DUP_ACROSS
-DUP_EXTERNAL = limits.MSG_DUP_EXTERNAL
-DUP_CHANNEL = limits.MSG_DUP_CHANNEL
+NO_SOURCE = messages.MSG_NO_SOURCE
+DUP_HUMAN = messages.MSG_DUP_HUMAN
+DUP_ACROSS = messages.MSG_DUP_ACROSS
+DUP_EXTERNAL = messages.MSG_DUP_EXTERNAL
+DUP_CHANNEL = messages.MSG_DUP_CHANNEL
 PLATFORM_MESSAGES = (NO_SOURCE, DUP_HUMAN, DUP_ACROSS, DUP_EXTERNAL, DUP_CHANNEL)
 # Where kube-apiserver reports each rule: the node it is attached to, plus its fieldPath.
 RULE_PATHS = {
@@ -45,8 +45,8 @@ PER_CALL_LIMIT = 1_000_000
 
 def store(spec: Any) -> dict[str, Any]:
     return {
-        "apiVersion": limits.API_VERSION,
-        "kind": limits.KIND,
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
         "metadata": {"name": "support-feedback", "namespace": "agents"},
         "spec": spec,
     }
@@ -259,17 +259,17 @@ def test_for_any_mix_cel_messages_name_what_the_verdict_names(spec: dict[str, An
 
 
 def test_the_largest_valid_store_passes_every_rule() -> None:
-    width = limits.MAX_NAME_LENGTH
+    width = api.MAX_NAME_LENGTH
     spec = {
         "human": {
             "scores": [
                 {"name": f"{i:03d}".ljust(width, "h"), "categories": [f"c{j}" for j in range(64)]}
-                for i in range(limits.MAX_HUMAN_SCORES)
+                for i in range(api.MAX_HUMAN_SCORES)
             ]
         },
         "external": [
             {"name": f"{i:03d}".ljust(width, "c"), "score": {"name": f"{i:03d}".ljust(width, "e")}}
-            for i in range(limits.MAX_EXTERNAL_CHANNELS)
+            for i in range(api.MAX_EXTERNAL_CHANNELS)
         ],
     }
     outcome = admitted(spec)
@@ -345,7 +345,7 @@ def _estimated_cost(rule: CelRule) -> int:
         head, _, members = match.group(1).partition(".")
         iterations = _node(_join(bindings[head], members))["maxItems"]
         spans.append((match.start(), _closing_paren(rule.rule, match.start(3) - 1), iterations))
-    compare = 1 + math.ceil(limits.MAX_NAME_LENGTH * 0.1) + 5
+    compare = 1 + math.ceil(api.MAX_NAME_LENGTH * 0.1) + 5
     total = 0
     for start, end, iterations in spans:
         runs = iterations
@@ -373,7 +373,7 @@ def test_every_rule_costs_well_under_the_per_call_limit(rule: CelRule) -> None:
 def test_the_cost_model_counts_nested_comprehensions() -> None:
     nested = CelRule("external", "self.all(c, self.exists_one(d, d.name == c.name))", "m")
     flat = CelRule("external", "self.all(c, c.name != '')", "m")
-    assert _estimated_cost(nested) == _estimated_cost(flat) * (limits.MAX_EXTERNAL_CHANNELS + 1)
+    assert _estimated_cost(nested) == _estimated_cost(flat) * (api.MAX_EXTERNAL_CHANNELS + 1)
 
 
 def test_the_crd_carries_every_rule_at_its_node_with_its_platform_message() -> None:

@@ -22,18 +22,18 @@ from hypothesis import strategies as st
 from tests.crd_apiserver import CrdServer
 from webhook.cli.manifests import crd_text
 from webhook.manifests import crd_manifest
-from webhook.rules import limits, validate_feedbackstore
+from webhook.rules import api, messages, validate_feedbackstore
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD_FILE = ROOT / "manifests" / "crd" / "feedbackstores.agents.ctxmesh.ai.yaml"
 SERVER = CrdServer.from_crd(crd_manifest())
-MAX = limits.MAX_NAME_LENGTH
+MAX = api.MAX_NAME_LENGTH
 
 
 def store(spec: Any) -> dict[str, Any]:
     return {
-        "apiVersion": limits.API_VERSION,
-        "kind": limits.KIND,
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
         "metadata": {"name": "support-feedback", "namespace": "agents"},
         "spec": spec,
     }
@@ -193,21 +193,21 @@ def test_the_spec_schema_states_every_limit_enum_and_default_from_limits() -> No
     human = spec["properties"]["human"]
     scores = human["properties"]["scores"]
     external = spec["properties"]["external"]
-    assert spec["properties"]["mode"]["enum"] == list(limits.MODES)
-    assert spec["properties"]["mode"]["default"] == limits.DEFAULT_MODE
+    assert spec["properties"]["mode"]["enum"] == list(api.MODES)
+    assert spec["properties"]["mode"]["default"] == api.DEFAULT_MODE
     assert human["required"] == ["scores"]
     assert (scores["minItems"], scores["maxItems"]) == (
-        limits.MIN_HUMAN_SCORES,
-        limits.MAX_HUMAN_SCORES,
+        api.MIN_HUMAN_SCORES,
+        api.MAX_HUMAN_SCORES,
     )
-    assert external["maxItems"] == limits.MAX_EXTERNAL_CHANNELS
+    assert external["maxItems"] == api.MAX_EXTERNAL_CHANNELS
     assert external["items"]["required"] == ["name", "score"]
     for score in (scores["items"], external["items"]["properties"]["score"]):
         assert score["required"] == ["name"]
-        assert score["properties"]["dataType"]["enum"] == list(limits.DATA_TYPES)
-        assert score["properties"]["dataType"]["default"] == limits.DEFAULT_DATA_TYPE
+        assert score["properties"]["dataType"]["enum"] == list(api.DATA_TYPES)
+        assert score["properties"]["dataType"]["default"] == api.DEFAULT_DATA_TYPE
         categories = score["properties"]["categories"]
-        assert categories["maxItems"] == limits.MAX_CATEGORIES
+        assert categories["maxItems"] == api.MAX_CATEGORIES
         assert categories["x-kubernetes-list-type"] == "set"
         assert categories["items"] == {"type": "string"}
     for name in (
@@ -216,8 +216,8 @@ def test_the_spec_schema_states_every_limit_enum_and_default_from_limits() -> No
         external["items"]["properties"]["score"]["properties"]["name"],
     ):
         assert (name["minLength"], name["maxLength"]) == (
-            limits.MIN_NAME_LENGTH,
-            limits.MAX_NAME_LENGTH,
+            api.MIN_NAME_LENGTH,
+            api.MAX_NAME_LENGTH,
         )
 
 
@@ -240,10 +240,10 @@ def test_a_status_written_by_the_status_writer_is_accepted_by_the_schema() -> No
     obj["status"] = {
         "conditions": [
             {
-                "type": limits.CONDITION_TYPE,
+                "type": api.CONDITION_TYPE,
                 "status": "True",
-                "reason": limits.REASON_VALID,
-                "message": limits.MESSAGE_VALID,
+                "reason": api.REASON_VALID,
+                "message": messages.MESSAGE_VALID,
                 "observedGeneration": 3,
                 "lastTransitionTime": "2026-01-02T03:04:05Z",
             }
@@ -405,16 +405,16 @@ def test_the_schema_refuses_exactly_what_the_verdict_refuses(spec: Any, valid: b
 
 def test_defaults_are_applied_as_the_model_states_them() -> None:
     stored = SERVER.admit(store(base_spec())).stored["spec"]
-    assert stored["mode"] == limits.DEFAULT_MODE
-    assert stored["human"]["scores"][0]["dataType"] == limits.DEFAULT_DATA_TYPE
-    assert stored["external"][0]["score"]["dataType"] == limits.DEFAULT_DATA_TYPE
+    assert stored["mode"] == api.DEFAULT_MODE
+    assert stored["human"]["scores"][0]["dataType"] == api.DEFAULT_DATA_TYPE
+    assert stored["external"][0]["score"]["dataType"] == api.DEFAULT_DATA_TYPE
 
 
 def test_a_missing_spec_is_refused_by_both_as_a_required_value() -> None:
     obj = store(None)
     del obj["spec"]
     assert [str(p) for p in validate_feedbackstore(obj).problems] == [
-        f"spec: Required value: {limits.MSG_NO_SOURCE}"
+        f"spec: Required value: {messages.MSG_NO_SOURCE}"
     ]
     assert [(path, validator) for path, validator, _ in SERVER.admit(obj).schema_errors] == [
         ("", "required")
@@ -425,7 +425,7 @@ def _example_documents() -> list[Any]:
     documents = []
     for path in sorted((ROOT / "examples").rglob("*.y*ml")):
         for index, document in enumerate(yaml.safe_load_all(path.read_text(encoding="utf-8"))):
-            if isinstance(document, dict) and document.get("kind") == limits.KIND:
+            if isinstance(document, dict) and document.get("kind") == api.KIND:
                 documents.append(pytest.param(document, id=f"{path.relative_to(ROOT)}#{index}"))
     return documents
 
@@ -445,7 +445,7 @@ NAMES = st.one_of(
     st.booleans(),
     st.lists(st.text(max_size=3), max_size=2),
 )
-DATA_TYPES = st.one_of(st.sampled_from([*limits.DATA_TYPES, "numeric", "STRING", ""]), st.none())
+DATA_TYPES = st.one_of(st.sampled_from([*api.DATA_TYPES, "numeric", "STRING", ""]), st.none())
 LABELS = st.one_of(st.text(max_size=5), st.none(), st.integers())
 CATEGORIES = st.one_of(
     st.none(),

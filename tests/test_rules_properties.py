@@ -16,20 +16,19 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from webhook.rules import ErrorType, validate_spec
-from webhook.rules import limits as lim
+from webhook.rules import ErrorType, api, validate_spec
 from webhook.rules.model import typed_spec
 
 # Mostly short names (cheap to generate), sometimes right at the length limit.
 names = st.one_of(
     st.text(min_size=1, max_size=6),
-    st.text(min_size=lim.MAX_NAME_LENGTH, max_size=lim.MAX_NAME_LENGTH),
+    st.text(min_size=api.MAX_NAME_LENGTH, max_size=api.MAX_NAME_LENGTH),
 )
-data_types = st.sampled_from(lim.DATA_TYPES)
+data_types = st.sampled_from(api.DATA_TYPES)
 categories = st.one_of(
     st.lists(st.text(max_size=6), max_size=4, unique=True),
     st.lists(
-        st.text(max_size=6), min_size=lim.MAX_CATEGORIES, max_size=lim.MAX_CATEGORIES, unique=True
+        st.text(max_size=6), min_size=api.MAX_CATEGORIES, max_size=api.MAX_CATEGORIES, unique=True
     ),
 )
 
@@ -46,11 +45,11 @@ def score_decls(draw: st.DrawFn, name: str) -> dict[str, Any]:
 
 @st.composite
 def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
-    n_human = draw(st.sampled_from([0, 1, 2, 3, lim.MAX_HUMAN_SCORES - 1, lim.MAX_HUMAN_SCORES]))
+    n_human = draw(st.sampled_from([0, 1, 2, 3, api.MAX_HUMAN_SCORES - 1, api.MAX_HUMAN_SCORES]))
     n_external = draw(
-        st.sampled_from([1, 2, 3, lim.MAX_EXTERNAL_CHANNELS - 1, lim.MAX_EXTERNAL_CHANNELS])
+        st.sampled_from([1, 2, 3, api.MAX_EXTERNAL_CHANNELS - 1, api.MAX_EXTERNAL_CHANNELS])
         if not n_human
-        else st.sampled_from([0, 1, 2, lim.MAX_EXTERNAL_CHANNELS])
+        else st.sampled_from([0, 1, 2, api.MAX_EXTERNAL_CHANNELS])
     )
     score_names = draw(
         st.lists(names, min_size=n_human + n_external, max_size=n_human + n_external, unique=True)
@@ -58,7 +57,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     channel_names = draw(st.lists(names, min_size=n_external, max_size=n_external, unique=True))
     spec: dict[str, Any] = {}
     if draw(st.booleans()):
-        spec["mode"] = draw(st.sampled_from(lim.MODES))
+        spec["mode"] = draw(st.sampled_from(api.MODES))
     if n_human:
         spec["human"] = {"scores": [draw(score_decls(n)) for n in score_names[:n_human]]}
     if n_external:
@@ -88,10 +87,10 @@ def test_any_coherent_spec_within_limits_is_valid(spec: dict[str, Any]) -> None:
     verdict = validate_spec(spec)
     assert verdict.valid, [str(p) for p in verdict.problems]
     typed = typed_spec(spec)
-    assert typed.mode == spec.get("mode", lim.DEFAULT_MODE)
+    assert typed.mode == spec.get("mode", api.DEFAULT_MODE)
     if typed.human is not None:
         assert [s.data_type for s in typed.human.scores] == [
-            s.get("dataType", lim.DEFAULT_DATA_TYPE) for s in spec["human"]["scores"]
+            s.get("dataType", api.DEFAULT_DATA_TYPE) for s in spec["human"]["scores"]
         ]
 
 
@@ -104,8 +103,8 @@ def test_one_more_duplicate_name_is_exactly_one_problem_at_the_later_one(
     reused = data.draw(st.sampled_from(taken))
     human_scores = spec.get("human", {}).get("scores", [])
     external = spec.get("external", [])
-    can_add_human = bool(human_scores) and len(human_scores) < lim.MAX_HUMAN_SCORES
-    can_add_channel = len(external) < lim.MAX_EXTERNAL_CHANNELS
+    can_add_human = bool(human_scores) and len(human_scores) < api.MAX_HUMAN_SCORES
+    can_add_channel = len(external) < api.MAX_EXTERNAL_CHANNELS
     assume(can_add_human or can_add_channel)  # a full store cannot take one more
     if can_add_human and (not can_add_channel or data.draw(st.booleans())):
         human_scores.append({"name": reused})
@@ -128,7 +127,7 @@ near_names = st.one_of(
     st.text(min_size=127, max_size=130),
     st.sampled_from([None, 1, ["x"]]),
 )
-near_data_types = st.sampled_from([*lim.DATA_TYPES, "numeric", "STRING", 3, None])
+near_data_types = st.sampled_from([*api.DATA_TYPES, "numeric", "STRING", 3, None])
 near_categories = st.one_of(
     st.none(),
     st.lists(st.text(max_size=3), min_size=62, max_size=66, unique=True),
@@ -157,7 +156,7 @@ def near_valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     n_human = draw(st.sampled_from([0, 1, 2, 63, 64, 65]))
     n_external = draw(st.sampled_from([1, 2, 31, 32, 33]))
     spec: dict[str, Any] = {
-        "mode": draw(st.sampled_from([*lim.MODES, "enforce", None, 0])),
+        "mode": draw(st.sampled_from([*api.MODES, "enforce", None, 0])),
         "human": {"scores": [decl() for _ in range(n_human)]},
         "external": [{"name": f"c{i}", "score": decl()} for i in range(n_external)],
     }

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from tests.rules_builders import channel, channels, human, score, scores
-from webhook.rules import ErrorType, validate_feedbackstore, validate_spec
-from webhook.rules import limits as lim
+from webhook.rules import ErrorType, api, messages, validate_feedbackstore, validate_spec
 
 REQ = ErrorType.REQUIRED
 DUP = ErrorType.DUPLICATE
@@ -304,7 +303,7 @@ def test_verdict_reports_exactly_these_problems(spec: object, expected: list[Any
 
 
 MESSAGES: list[tuple[str, object, str]] = [
-    ("no source uses the platform's words", {}, "spec: Required value: " + lim.MSG_NO_SOURCE),
+    ("no source uses the platform's words", {}, "spec: Required value: " + messages.MSG_NO_SOURCE),
     (
         "an unsupported dataType lists the supported values",
         human(score(dataType="STRING")),
@@ -325,21 +324,21 @@ MESSAGES: list[tuple[str, object, str]] = [
         "a human duplicate names the earlier occurrence",
         human(score("thumbs"), score("thumbs")),
         'spec.human.scores[1].name: Duplicate value: "thumbs": '
-        + lim.MSG_DUP_HUMAN
+        + messages.MSG_DUP_HUMAN
         + " (first declared at spec.human.scores[0].name)",
     ),
     (
         "a cross-source duplicate uses the platform's words",
         {**human(score("csat")), "external": [channel("c", "csat")]},
         'spec.external[0].score.name: Duplicate value: "csat": '
-        + lim.MSG_DUP_ACROSS
+        + messages.MSG_DUP_ACROSS
         + " (first declared at spec.human.scores[0].name)",
     ),
     (
         "an external duplicate uses the platform's words",
         {"external": [channel("a", "csat"), channel("b", "csat")]},
         'spec.external[1].score.name: Duplicate value: "csat": '
-        + lim.MSG_DUP_EXTERNAL
+        + messages.MSG_DUP_EXTERNAL
         + " (first declared at spec.external[0].score.name)",
     ),
     (
@@ -439,6 +438,6 @@ def test_whole_object_verdict_checks_its_spec() -> None:
 def test_a_hostile_object_costs_counting_not_memory() -> None:
     spec = {"human": {"scores": [{} for _ in range(50_000)]}}
     verdict = validate_spec(spec)
-    assert len(verdict.problems) == lim.MAX_RECORDED_PROBLEMS
+    assert len(verdict.problems) == api.MAX_RECORDED_PROBLEMS
     # one TooMany plus a missing name per item
     assert verdict.problem_count == 1 + 50_000

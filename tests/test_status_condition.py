@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from webhook.rules import limits
+from webhook.rules import api, messages
 from webhook.status.condition import (
     MAX_CONDITION_MESSAGE,
     apply_configuration,
@@ -28,13 +28,13 @@ DUPLICATE_MESSAGE = (
     'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
     "(first declared at spec.human.scores[0].name)"
 )
-NO_SOURCE_MESSAGE = f"spec: Required value: {limits.MSG_NO_SOURCE}"
+NO_SOURCE_MESSAGE = f"spec: Required value: {messages.MSG_NO_SOURCE}"
 
 
 def store(spec: object, generation: object = 3, conditions: object = None) -> dict[str, Any]:
     obj: dict[str, Any] = {
-        "apiVersion": limits.API_VERSION,
-        "kind": limits.KIND,
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
         "metadata": {"name": "support", "namespace": "agents", "generation": generation},
         "spec": spec,
     }
@@ -45,9 +45,9 @@ def store(spec: object, generation: object = 3, conditions: object = None) -> di
 
 def validated(status: str, generation: int = 3, when: str = EARLIER, **fields: Any) -> dict:
     reason, message = (
-        (limits.REASON_VALID, limits.MESSAGE_VALID)
+        (api.REASON_VALID, messages.MESSAGE_VALID)
         if status == "True"
-        else (limits.REASON_INVALID, DUPLICATE_MESSAGE)
+        else (api.REASON_INVALID, DUPLICATE_MESSAGE)
     )
     condition = {
         "type": "Validated",

@@ -28,19 +28,19 @@ from tests.status_support import (
     store_requests,
     validated,
 )
-from webhook.rules import limits
+from webhook.rules import messages
 
 apiserver = fixtures.apiserver  # a started emulator per test
 
 CASES: list[tuple[str, object, str, str, str]] = [
-    ("a valid store is SpecCoherent", VALID, "True", "SpecCoherent", limits.MESSAGE_VALID),
+    ("a valid store is SpecCoherent", VALID, "True", "SpecCoherent", messages.MESSAGE_VALID),
     ("duplicate names are InvalidSpec", INVALID, "False", "InvalidSpec", INVALID_MESSAGE),
     (
         "a store without a spec names the missing source",
         None,
         "False",
         "InvalidSpec",
-        f"spec: Required value: {limits.MSG_NO_SOURCE}",
+        f"spec: Required value: {messages.MSG_NO_SOURCE}",
     ),
     (
         "a typo in spec is an unknown field",
@@ -113,7 +113,7 @@ def test_fixing_a_spec_flips_the_condition_and_moves_last_transition_time(
         assert fixed is not None
         assert (fixed["reason"], fixed["message"], fixed["observedGeneration"]) == (
             "SpecCoherent",
-            limits.MESSAGE_VALID,
+            messages.MESSAGE_VALID,
             2,
         )
         assert fixed["lastTransitionTime"] > broken["lastTransitionTime"]
@@ -276,7 +276,7 @@ def test_events_tell_why_when_a_verdict_turns_invalid_and_valid_again(
     assert sorted(seen) == sorted(
         [
             ("born-broken", "Warning", "InvalidSpec", invalid),
-            ("born-broken", "Normal", "SpecCoherent", limits.MESSAGE_VALID),
+            ("born-broken", "Normal", "SpecCoherent", messages.MESSAGE_VALID),
             ("born-valid", "Warning", "InvalidSpec", invalid),
         ]
     )

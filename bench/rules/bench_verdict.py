@@ -15,8 +15,7 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
-from webhook.rules import limits as lim
-from webhook.rules import validate_spec
+from webhook.rules import api, validate_spec
 from webhook.rules.model import FeedbackStoreSpec
 
 
@@ -33,14 +32,14 @@ def small_spec() -> dict[str, Any]:
 
 
 def maximal_spec() -> dict[str, Any]:
-    cats = [f"category-{j}" for j in range(lim.MAX_CATEGORIES)]
+    cats = [f"category-{j}" for j in range(api.MAX_CATEGORIES)]
     human = [
         {"name": f"human-score-{i}", "dataType": "CATEGORICAL", "categories": list(cats)}
-        for i in range(lim.MAX_HUMAN_SCORES)
+        for i in range(api.MAX_HUMAN_SCORES)
     ]
     external = [
         {"name": f"channel-{i}", "score": {"name": f"external-score-{i}", "dataType": "NUMERIC"}}
-        for i in range(lim.MAX_EXTERNAL_CHANNELS)
+        for i in range(api.MAX_EXTERNAL_CHANNELS)
     ]
     return {"mode": "Enforce", "human": {"scores": human}, "external": external}
 

@@ -46,11 +46,12 @@ from tests.test_crd_schema import PER_FIELD_CASES
 from tests.test_rules_verdict import CASES
 from webhook.manifests import crd_manifest
 from webhook.manifests.cel_rules import SPEC_RULES
-from webhook.rules import ErrorType, limits, validate_spec
+from webhook.rules import ErrorType, messages, validate_spec
+from webhook.rules import api as rules_api
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
-KIND = f"{limits.KIND}.{GROUP}"
+KIND = f"{rules_api.KIND}.{GROUP}"
 NOT_CHECKED = (
     "<nil>",
     "FieldValueInvalid",
@@ -193,7 +194,7 @@ DUP_HUMAN_THUMBS = (
     'Invalid value: human score names must be unique: "thumbs" is declared at '
     "spec.human.scores[0].name and again at spec.human.scores[2].name",
 )
-NO_SOURCE = ("spec", R_REQUIRED, f"Required value: {limits.MSG_NO_SOURCE}")
+NO_SOURCE = ("spec", R_REQUIRED, f"Required value: {messages.MSG_NO_SOURCE}")
 EMOJI = "\N{GRINNING FACE}"
 
 # (id, spec, exact causes); the Status message is derived for one cause.
@@ -210,17 +211,17 @@ EXACT: list[tuple[str, Any, set[Cause]]] = [
     ("a human name reused by a channel",
      {**human(score("x"), score("csat")), "external": [channel("csat-webhook", "csat")]},
      {("spec.external", R_INVALID,
-       f'Invalid value: {limits.MSG_DUP_ACROSS}: "csat" is declared at spec.human.scores[1].name '
+       f'Invalid value: {messages.MSG_DUP_ACROSS}: "csat" is declared at spec.human.scores[1].name '
        "and again at spec.external[0].score.name")}),
     ("two channels writing one score",
      {"external": [channel("a", "csat"), channel("b", "csat")]},
      {("spec.external", R_INVALID,
-       f'Invalid value: {limits.MSG_DUP_EXTERNAL}: "csat" is declared at '
+       f'Invalid value: {messages.MSG_DUP_EXTERNAL}: "csat" is declared at '
        "spec.external[0].score.name and again at spec.external[1].score.name")}),
     ("two channels with one name",
      {"external": [channel("csat-webhook", "a"), channel("csat-webhook", "b")]},
      {("spec.external", R_INVALID,
-       f'Invalid value: {limits.MSG_DUP_CHANNEL}: "csat-webhook" is declared at '
+       f'Invalid value: {messages.MSG_DUP_CHANNEL}: "csat-webhook" is declared at '
        "spec.external[0].name and again at spec.external[1].name")}),
     ("a quote and a newline in a name are escaped as the verdict escapes them",
      human(score('say "hi"\n'), score('say "hi"\n')),
@@ -257,13 +258,13 @@ EXACT: list[tuple[str, Any, set[Cause]]] = [
        'Invalid value: human score names must be unique: "thumbs" is declared at '
        "spec.human.scores[0].name and again at spec.human.scores[1].name"),
       ("spec.external", R_INVALID,
-       f'Invalid value: {limits.MSG_DUP_ACROSS}: "accuracy" is declared at '
+       f'Invalid value: {messages.MSG_DUP_ACROSS}: "accuracy" is declared at '
        "spec.human.scores[2].name and again at spec.external[0].score.name"),
       ("spec.external", R_INVALID,
-       f'Invalid value: {limits.MSG_DUP_EXTERNAL}: "csat" is declared at '
+       f'Invalid value: {messages.MSG_DUP_EXTERNAL}: "csat" is declared at '
        "spec.external[1].score.name and again at spec.external[2].score.name"),
       ("spec.external", R_INVALID,
-       f'Invalid value: {limits.MSG_DUP_CHANNEL}: "a" is declared at '
+       f'Invalid value: {messages.MSG_DUP_CHANNEL}: "a" is declared at '
        "spec.external[0].name and again at spec.external[1].name")}),
 ]  # fmt: skip
 
@@ -296,7 +297,7 @@ def test_strict_decoding_refuses_unknown_fields_before_any_rule(
 ) -> None:
     answer = create(api, namespace, spec)
     assert (answer.status, answer.body.get("reason")) == (400, "BadRequest")
-    assert answer.message == f'{limits.KIND} in version "{VERSION}" {STRICT}{detail}'
+    assert answer.message == f'{rules_api.KIND} in version "{VERSION}" {STRICT}{detail}'
 
 
 def test_without_strict_decoding_a_typo_is_dropped_and_the_store_has_no_source(
@@ -348,7 +349,7 @@ def test_kubectl_prints_no_source_as_a_required_value(
     )
     assert code == 1
     assert output == (
-        f'The FeedbackStore "empty" is invalid: spec: Required value: {limits.MSG_NO_SOURCE}\n'
+        f'The FeedbackStore "empty" is invalid: spec: Required value: {messages.MSG_NO_SOURCE}\n'
     )
 
 
@@ -387,7 +388,7 @@ def _examples() -> list[Any]:
     found = []
     for path in sorted((REPO / "examples").rglob("*.yaml")):
         for index, document in enumerate(yaml.safe_load_all(path.read_text(encoding="utf-8"))):
-            if isinstance(document, dict) and document.get("kind") == limits.KIND:
+            if isinstance(document, dict) and document.get("kind") == rules_api.KIND:
                 found.append(pytest.param(document, id=f"{path.relative_to(REPO)}#{index}"))
     return found
 
@@ -420,24 +421,24 @@ def test_every_example_gets_the_verdicts_answer_from_kubectl(
 def test_defaults_are_applied_by_the_server(api: k8s.CustomObjectsApi, namespace: str) -> None:
     spec = {**human(score("thumbs")), "external": [channel()]}
     stored = create(api, namespace, spec, dry_run=False).body["spec"]
-    assert stored["mode"] == limits.DEFAULT_MODE
-    assert stored["human"]["scores"][0]["dataType"] == limits.DEFAULT_DATA_TYPE
-    assert stored["external"][0]["score"]["dataType"] == limits.DEFAULT_DATA_TYPE
+    assert stored["mode"] == rules_api.DEFAULT_MODE
+    assert stored["human"]["scores"][0]["dataType"] == rules_api.DEFAULT_DATA_TYPE
+    assert stored["external"][0]["score"]["dataType"] == rules_api.DEFAULT_DATA_TYPE
 
 
 def maximal_spec() -> dict[str, Any]:
-    width = limits.MAX_NAME_LENGTH
+    width = rules_api.MAX_NAME_LENGTH
     return {
         "mode": "Monitor",
         "human": {"scores": [
             {"name": f"{i:03d}".ljust(width, EMOJI), "dataType": "CATEGORICAL",
-             "categories": [f"{i}-{j}".ljust(width, "c") for j in range(limits.MAX_CATEGORIES)]}
-            for i in range(limits.MAX_HUMAN_SCORES)
+             "categories": [f"{i}-{j}".ljust(width, "c") for j in range(rules_api.MAX_CATEGORIES)]}
+            for i in range(rules_api.MAX_HUMAN_SCORES)
         ]},
         "external": [
             {"name": f"{i:03d}".ljust(width, "c"),
              "score": {"name": f"{i:03d}".ljust(width, "e"), "dataType": "BOOLEAN"}}
-            for i in range(limits.MAX_EXTERNAL_CHANNELS)
+            for i in range(rules_api.MAX_EXTERNAL_CHANNELS)
         ],
     }  # fmt: skip
 
@@ -460,9 +461,9 @@ def test_the_largest_invalid_store_gets_every_message_within_the_runtime_budget(
     spec["external"][-1]["name"] = spec["external"][0]["name"]
     answer = create(api, namespace, spec)
     assert {(field, message.split(":")[1].strip()) for field, _, message in answer.causes} == {
-        ("spec.human.scores", limits.MSG_DUP_HUMAN),
-        ("spec.external", limits.MSG_DUP_EXTERNAL),
-        ("spec.external", limits.MSG_DUP_CHANNEL),
+        ("spec.human.scores", messages.MSG_DUP_HUMAN),
+        ("spec.external", messages.MSG_DUP_EXTERNAL),
+        ("spec.external", messages.MSG_DUP_CHANNEL),
     }
     assert any("spec.human.scores[63].name" in message for _, _, message in answer.causes)
     assert any("spec.external[31].score.name" in message for _, _, message in answer.causes)
@@ -473,22 +474,22 @@ def test_the_costliest_messages_stay_within_the_per_call_limit(
 ) -> None:
     """Every name the same and as long as allowed in the costliest characters: every item
     builds a message, and each messageExpression still runs to the end."""
-    name = EMOJI * limits.MAX_NAME_LENGTH
+    name = EMOJI * rules_api.MAX_NAME_LENGTH
     spec = {
-        "human": {"scores": [{"name": name}] * limits.MAX_HUMAN_SCORES},
-        "external": [{"name": name, "score": {"name": name}}] * limits.MAX_EXTERNAL_CHANNELS,
+        "human": {"scores": [{"name": name}] * rules_api.MAX_HUMAN_SCORES},
+        "external": [{"name": name, "score": {"name": name}}] * rules_api.MAX_EXTERNAL_CHANNELS,
     }
     causes = create(api, namespace, spec).causes
     quoted = f'"{name}"'
     assert causes == {
         ("spec.human.scores", R_INVALID,
-         f"Invalid value: {limits.MSG_DUP_HUMAN}: {quoted} is declared at "
+         f"Invalid value: {messages.MSG_DUP_HUMAN}: {quoted} is declared at "
          "spec.human.scores[0].name and again at spec.human.scores[63].name"),
         ("spec.external", R_INVALID,
-         f"Invalid value: {limits.MSG_DUP_ACROSS}: {quoted} is declared at "
+         f"Invalid value: {messages.MSG_DUP_ACROSS}: {quoted} is declared at "
          "spec.human.scores[0].name and again at spec.external[0].score.name"),
         ("spec.external", R_INVALID,
-         f"Invalid value: {limits.MSG_DUP_CHANNEL}: {quoted} is declared at "
+         f"Invalid value: {messages.MSG_DUP_CHANNEL}: {quoted} is declared at "
          "spec.external[0].name and again at spec.external[31].name"),
     }  # fmt: skip
 
@@ -561,7 +562,12 @@ def test_the_cel_harness_prints_what_the_real_server_prints(
     api: k8s.CustomObjectsApi, namespace: str, spec: Any
 ) -> None:
     outcome = HARNESS.admit(
-        {"apiVersion": API_VERSION, "kind": limits.KIND, "metadata": {"name": "x"}, "spec": spec},
+        {
+            "apiVersion": API_VERSION,
+            "kind": rules_api.KIND,
+            "metadata": {"name": "x"},
+            "spec": spec,
+        },
         messages=True,
     )
     assert create(api, namespace, spec).causes == set(outcome.cel_causes)
@@ -590,7 +596,7 @@ def evidence_crd() -> dict[str, Any]:
         node["x-kubernetes-list-type"] = "map"
         node["x-kubernetes-list-map-keys"] = ["name"]
     for rule in spec["x-kubernetes-validations"]:
-        if rule["message"] == limits.MSG_DUP_EXTERNAL:
+        if rule["message"] == messages.MSG_DUP_EXTERNAL:
             rule["reason"] = "FieldValueDuplicate"
     return crd
 
@@ -644,7 +650,7 @@ def test_server_side_apply_of_a_duplicate_key_fails_before_validation_with_a_map
     assert code == 1
     assert output.startswith("Error from server: failed to create typed patch object (")
     assert '.spec.human.scores: duplicate entries for key [name="thumbs"]' in output
-    assert limits.MSG_DUP_HUMAN not in output
+    assert messages.MSG_DUP_HUMAN not in output
 
 
 def test_server_side_apply_of_a_duplicate_gets_the_crds_message_with_atomic_lists(

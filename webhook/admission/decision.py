@@ -16,7 +16,7 @@ from webhook.admission.decode import BadReviewError, BadReviewReason
 from webhook.admission.deletion import delete_notice
 from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
 from webhook.admission.warnings import bounded, shorten
-from webhook.rules import Verdict, limits, validate_feedbackstore
+from webhook.rules import Verdict, api, validate_feedbackstore
 from webhook.rules.field_errors import quote
 from webhook.rules.report import more_problems
 
@@ -63,7 +63,7 @@ class Decision(NamedTuple):
 def decide(request: AdmissionRequest) -> Decision:
     """Apply SPEC §3's operation rules to one admission request."""
     resource = request.resource
-    if resource.group != limits.GROUP or resource.resource != limits.PLURAL:
+    if resource.group != api.GROUP or resource.resource != api.PLURAL:
         return Decision(True, Why.FOREIGN_RESOURCE, warnings=(_foreign_warning(resource),))
     if request.sub_resource:
         return Decision(True, Why.SUBRESOURCE)
@@ -138,6 +138,6 @@ def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
 def _foreign_warning(resource: GroupVersionResource) -> str:
     target = shorten(f"{resource.group}/{resource.resource}", _SHOWN_IDENTIFIER)
     return shorten(
-        f"{quote(target)} is not {limits.PLURAL}.{limits.GROUP}: allowed unchecked; "
+        f"{quote(target)} is not {api.PLURAL}.{api.GROUP}: allowed unchecked; "
         "fix the webhook's rules"
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Final, NamedTuple
 
 from webhook.admission.warnings import bounded
-from webhook.rules import inuse, limits
+from webhook.rules import api, inuse
 from webhook.rules.field_errors import quote
 
 # The `delete` audit annotation (the DELETE itself is always allowed): the in-use
@@ -44,7 +44,7 @@ def delete_notice(name: str, old_object: object) -> DeleteNotice:
         return DeleteNotice(NOT_IN_USE)
     message = condition.get("message")
     shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else "in use"
-    headline = f"{limits.KIND} {quote(name)} is {shown}"
+    headline = f"{api.KIND} {quote(name)} is {shown}"
     if _held(old_object):
         return DeleteNotice(DEFERRED, bounded([headline, _STAYS]))
     return DeleteNotice(UNPROTECTED, bounded([headline, _UNPROTECTED]))

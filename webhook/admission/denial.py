@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from webhook.rules import Problem, Verdict, limits
+from webhook.rules import Problem, Verdict, api
 from webhook.rules.field_errors import quote
 from webhook.rules.report import more_problems
 
 INVALID_CODE: Final = 422
 INVALID_REASON: Final = "Invalid"
-QUALIFIED_KIND: Final = f"{limits.KIND}.{limits.GROUP}"
+QUALIFIED_KIND: Final = f"{api.KIND}.{api.GROUP}"
 
 # Characters of problem text in one denial; the rest are counted, not listed,
 # so a million-problem object still gets an answer of a few kilobytes.
@@ -40,7 +40,7 @@ def invalid_status(name: str, verdict: Verdict) -> dict[str, Any]:
         "status": "Failure",
         "message": f"{QUALIFIED_KIND} {quote(name)} is invalid: {aggregate}",
         "reason": INVALID_REASON,
-        "details": {"name": name, "group": limits.GROUP, "kind": limits.KIND, "causes": causes},
+        "details": {"name": name, "group": api.GROUP, "kind": api.KIND, "causes": causes},
         "code": INVALID_CODE,
     }
 

@@ -34,7 +34,7 @@ from webhook.doctor.snapshot import (
     Target,
     Unreadable,
 )
-from webhook.rules import limits
+from webhook.rules import api
 
 # (connect, read) seconds: the dry-run may wait out the webhook's own timeout (<= 30 s).
 REQUEST_TIMEOUT: Final = (5.0, 35.0)
@@ -114,10 +114,10 @@ def probe(custom: k8s.CustomObjectsApi, namespace: str) -> ProbeOutcome:
     """Server-side dry-run create of the probe store: what came back, warnings included."""
     try:
         response = custom.create_namespaced_custom_object(
-            limits.GROUP,
-            limits.VERSION,
+            api.GROUP,
+            api.VERSION,
             namespace,
-            limits.PLURAL,
+            api.PLURAL,
             probe_store(namespace),
             dry_run="All",
             **_RAW,
@@ -187,9 +187,9 @@ def _store_page(custom: k8s.CustomObjectsApi, namespace: str | None, token: str 
         options["_continue"] = token
     if namespace:
         return custom.list_namespaced_custom_object(
-            limits.GROUP, limits.VERSION, namespace, limits.PLURAL, **options
+            api.GROUP, api.VERSION, namespace, api.PLURAL, **options
         )
-    return custom.list_cluster_custom_object(limits.GROUP, limits.VERSION, limits.PLURAL, **options)
+    return custom.list_cluster_custom_object(api.GROUP, api.VERSION, api.PLURAL, **options)
 
 
 def _items_and_token(

@@ -6,7 +6,7 @@ from typing import Any
 
 from webhook.doctor.result import CheckResult, fail, ok
 from webhook.doctor.snapshot import CRD_NAME, Fetched, Unreadable
-from webhook.rules import limits
+from webhook.rules import api
 
 NAME = "crd"
 _INSTALL = "kubectl apply --server-side -k manifests/crd"
@@ -27,12 +27,12 @@ def check_crd(crd: Fetched) -> CheckResult:
             f"kubectl describe crd {CRD_NAME}  (a name conflict or a bad schema shows there)",
         )
     versions = _versions(crd)
-    served = versions.get(limits.VERSION)
+    served = versions.get(api.VERSION)
     if served is None or not served.get("served"):
         listed = ", ".join(sorted(versions)) or "none"
         return fail(
             NAME,
-            f"CRD {CRD_NAME} does not serve {limits.VERSION} (versions: {listed})",
+            f"CRD {CRD_NAME} does not serve {api.VERSION} (versions: {listed})",
             _INSTALL,
         )
     return ok(NAME, f"{CRD_NAME} Established; {_describe(versions)}{_cel_note(served)}")

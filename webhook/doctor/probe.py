@@ -14,18 +14,18 @@ from typing import Any, Final
 from webhook.admission.warnings import bounded
 from webhook.doctor.result import CheckResult, fail, ok, skip
 from webhook.doctor.snapshot import ProbeOutcome
-from webhook.rules import limits, validate_spec
+from webhook.rules import api, validate_spec
 
 NAME: Final = "webhook-answers"
 PROBE_NAME: Final = "feedbackstore-doctor-probe"
-PROBE_SPEC: Final = {"mode": limits.MONITOR_MODE, "human": {"scores": [{"name": "doctor-probe"}]}}
+PROBE_SPEC: Final = {"mode": api.MONITOR_MODE, "human": {"scores": [{"name": "doctor-probe"}]}}
 _CALL_FAILED: Final = "failed calling webhook"
 
 
 def probe_store(namespace: str) -> dict[str, Any]:
     return {
-        "apiVersion": limits.API_VERSION,
-        "kind": limits.KIND,
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
         "metadata": {"name": PROBE_NAME, "namespace": namespace},
         "spec": PROBE_SPEC,
     }

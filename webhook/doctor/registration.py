@@ -14,7 +14,7 @@ from typing import Any, Final
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, skip
 from webhook.doctor.selectors import selects
 from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
-from webhook.rules import limits
+from webhook.rules import api
 
 REGISTRATION: Final = "webhook-configuration"
 FAILURE_POLICY: Final = "failurePolicy"
@@ -69,7 +69,7 @@ def check_registration(
     if not entries:
         head = fail(
             REGISTRATION,
-            f"{name} has no webhook for CREATE/UPDATE of {limits.PLURAL}.{limits.GROUP}",
+            f"{name} has no webhook for CREATE/UPDATE of {api.PLURAL}.{api.GROUP}",
             "reapply manifests/webhook/validatingwebhookconfiguration.yaml",
         )
         return [head, *(skip(check, "no webhook entry to check") for check in FIELD_CHECKS)]
@@ -115,17 +115,17 @@ def _writes_feedbackstores(rule: dict[str, Any]) -> bool:
     resources = rule.get("resources")
     operations = rule.get("operations")
     return (
-        _covers(rule.get("apiGroups"), limits.GROUP)
-        and _covers(rule.get("apiVersions"), limits.VERSION)
+        _covers(rule.get("apiGroups"), api.GROUP)
+        and _covers(rule.get("apiVersions"), api.VERSION)
         and isinstance(resources, list)
-        and any(r in (limits.PLURAL, "*", "*/*") for r in resources)
+        and any(r in (api.PLURAL, "*", "*/*") for r in resources)
         and isinstance(operations, list)
         and bool(_WRITES.intersection(operations))
     )
 
 
 def _matches_status(entry: dict[str, Any]) -> bool:
-    status = (f"{limits.PLURAL}/status", f"{limits.PLURAL}/*", "*/*", "*/status")
+    status = (f"{api.PLURAL}/status", f"{api.PLURAL}/*", "*/*", "*/status")
     return any(r in status for rule in _rules(entry) for r in rule.get("resources") or ())
 
 
@@ -134,9 +134,9 @@ def _registration_result(name: str, entries: list[Entry]) -> CheckResult:
     if blocking:
         return fail(
             REGISTRATION,
-            f"{name}: {', '.join(blocking)} also matches {limits.PLURAL}/status, "
+            f"{name}: {', '.join(blocking)} also matches {api.PLURAL}/status, "
             "so a webhook outage blocks the status writer",
-            f"list only `{limits.PLURAL}` in its rules' resources",
+            f"list only `{api.PLURAL}` in its rules' resources",
         )
     described = "; ".join(f"{e.get('name')} -> {client_endpoint(e)[1]}" for _, e in entries)
     return ok(REGISTRATION, f"{name}: {described}")

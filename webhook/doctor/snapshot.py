@@ -12,9 +12,9 @@ from typing import Any, Final
 
 from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
 from webhook.certs.kustomize import SECRET_NAME, WEBHOOK_CONFIGURATION
-from webhook.rules import limits
+from webhook.rules import api
 
-CRD_NAME: Final = f"{limits.PLURAL}.{limits.GROUP}"
+CRD_NAME: Final = f"{api.PLURAL}.{api.GROUP}"
 # The status writer's --lease-name default, which its Role names too.
 DEFAULT_LEASE: Final = "feedbackstore-status-writer"
 DEFAULT_PROBE_NAMESPACE: Final = "default"

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Unreadable
-from webhook.rules import limits
+from webhook.rules import api
 from webhook.status.condition import STATUS_FALSE, current_condition, observed_generation
 
 NAME: Final = "store-conditions"
@@ -57,7 +57,7 @@ def check_stores(stores: list[dict[str, Any]] | Unreadable | None, scope: str) -
         parts = []
         if counted.missing:
             parts.append(
-                f"{len(counted.missing)} without {limits.CONDITION_TYPE} ({_few(counted.missing)})"
+                f"{len(counted.missing)} without {api.CONDITION_TYPE} ({_few(counted.missing)})"
             )
         if counted.stale:
             stale = counted.stale
@@ -75,7 +75,7 @@ def check_stores(stores: list[dict[str, Any]] | Unreadable | None, scope: str) -
             f"Validated=False ({_few(counted.invalid)})",
             "kubectl describe fs NAME -n NS shows what to fix in each spec",
         )
-    return ok(NAME, f"{_stores(counted.total)} {scope}, every {limits.CONDITION_TYPE} current")
+    return ok(NAME, f"{_stores(counted.total)} {scope}, every {api.CONDITION_TYPE} current")
 
 
 def _stores(count: int) -> str:

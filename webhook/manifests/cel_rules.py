@@ -2,7 +2,7 @@
 
 Per-field limits live in the OpenAPI schema; what a schema cannot say (at
 least one source, names unique across lists) is written here once, with the
-platform's messages from `limits`, so a cluster without the webhook still
+platform's messages from `webhook.rules.messages`, so a cluster without the webhook still
 refuses the same objects.
 
 What kube-apiserver prints is what users read when the CRD refuses an object
@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webhook.rules import limits
+from webhook.rules import api, messages
 from webhook.rules.field_errors import GO_ESCAPES, ErrorType
 
 MIN_KUBERNETES = (1, 28)
@@ -139,7 +139,7 @@ class _Position:
 
 
 # "0" .. "63": the decimal text of every index a message names, one literal list.
-_LONGEST_LIST = max(limits.MAX_HUMAN_SCORES, limits.MAX_EXTERNAL_CHANNELS)
+_LONGEST_LIST = max(api.MAX_HUMAN_SCORES, api.MAX_EXTERNAL_CHANNELS)
 _INDEXES = "[" + ", ".join(f"'{index}'" for index in range(_LONGEST_LIST)) + "]"
 
 
@@ -213,28 +213,28 @@ NO_SOURCE = CelRule(
         "(has(self.human) && size(self.human.scores) > 0)"
         " || (has(self.external) && size(self.external) > 0)"
     ),
-    message=limits.MSG_NO_SOURCE,
+    message=messages.MSG_NO_SOURCE,
     reason=ErrorType.REQUIRED,
 )
 
 DUPLICATE_HUMAN = CelRule(
     at="human.scores",
     rule="self.all(x, self.exists_one(y, y.name == x.name))",
-    message=limits.MSG_DUP_HUMAN,
-    message_expression=_unique_names("self", "spec.human.scores", limits.MSG_DUP_HUMAN),
+    message=messages.MSG_DUP_HUMAN,
+    message_expression=_unique_names("self", "spec.human.scores", messages.MSG_DUP_HUMAN),
 )
 
 _IN_HUMAN = "self.human.scores.exists(s, s.name == c.score.name)"
 DUPLICATE_ACROSS = CelRule(
     at="",
     rule=f"has(self.human) && has(self.external) ? self.external.all(c, !{_IN_HUMAN}) : true",
-    message=limits.MSG_DUP_ACROSS,
+    message=messages.MSG_DUP_ACROSS,
     message_expression=_first_message(
         "self.external",
         "c",
         f"!{_IN_HUMAN}",
         declared_twice(
-            limits.MSG_DUP_ACROSS,
+            messages.MSG_DUP_ACROSS,
             "c.score.name",
             _Position(
                 "spec.human.scores",
@@ -262,13 +262,13 @@ _EXTERNAL_MARKS = _marks("self.external", "e", "e.score.name", "c.score.name")
 DUPLICATE_EXTERNAL = CelRule(
     at="",
     rule=f"has(self.external) ? self.external.all(c, {_EXTERNAL_ONLY}) : true",
-    message=limits.MSG_DUP_EXTERNAL,
+    message=messages.MSG_DUP_EXTERNAL,
     message_expression=_first_message(
         "self.external",
         "c",
         f"({_EXTERNAL_ONLY})",
         declared_twice(
-            limits.MSG_DUP_EXTERNAL,
+            messages.MSG_DUP_EXTERNAL,
             "c.score.name",
             _Position("spec.external", f"{_EXTERNAL_MARKS}.indexOf(1)", ".score.name"),
             _Position("spec.external", f"{_EXTERNAL_MARKS}.lastIndexOf(1)", ".score.name"),
@@ -280,8 +280,8 @@ DUPLICATE_EXTERNAL = CelRule(
 DUPLICATE_CHANNEL = CelRule(
     at="external",
     rule="self.all(c, self.exists_one(d, d.name == c.name))",
-    message=limits.MSG_DUP_CHANNEL,
-    message_expression=_unique_names("self", "spec.external", limits.MSG_DUP_CHANNEL),
+    message=messages.MSG_DUP_CHANNEL,
+    message_expression=_unique_names("self", "spec.external", messages.MSG_DUP_CHANNEL),
 )
 
 SPEC_RULES: tuple[CelRule, ...] = (

@@ -1,6 +1,6 @@
 """The FeedbackStore CustomResourceDefinition, built from the rules package.
 
-Identity (group, names, categories) comes from `limits`, the spec schema from
+Identity (group, names, categories) comes from `webhook.rules.api`, the spec schema from
 the pydantic model, the cross-field rules from `cel_rules`.
 
 `human.scores` and `external` stay atomic lists (the default), not
@@ -36,16 +36,16 @@ from typing import Any
 from webhook.manifests.cel_rules import SPEC_RULES, CelRule
 from webhook.manifests.condition import status_schema
 from webhook.manifests.structural import structural_schema
-from webhook.rules import inuse, limits
+from webhook.rules import api, inuse
 from webhook.rules.model import FeedbackStoreSpec
 
 PART_OF = "feedbackstore-webhook"
-_VALIDATED = f'.status.conditions[?(@.type=="{limits.CONDITION_TYPE}")]'
+_VALIDATED = f'.status.conditions[?(@.type=="{api.CONDITION_TYPE}")]'
 _IN_USE = f'.status.conditions[?(@.type=="{inuse.CONDITION_TYPE}")]'
 
 
 def crd_name() -> str:
-    return f"{limits.PLURAL}.{limits.GROUP}"
+    return f"{api.PLURAL}.{api.GROUP}"
 
 
 def spec_schema(*, cel: bool = True) -> dict[str, Any]:
@@ -112,19 +112,19 @@ def crd_manifest(*, cel: bool = True) -> dict[str, Any]:
                 "labels": {"app.kubernetes.io/part-of": PART_OF},
             },
             "spec": {
-                "group": limits.GROUP,
+                "group": api.GROUP,
                 "scope": "Namespaced",
                 "names": {
-                    "kind": limits.KIND,
-                    "listKind": f"{limits.KIND}List",
-                    "plural": limits.PLURAL,
-                    "singular": limits.SINGULAR,
-                    "shortNames": list(limits.SHORT_NAMES),
-                    "categories": list(limits.CATEGORIES),
+                    "kind": api.KIND,
+                    "listKind": f"{api.KIND}List",
+                    "plural": api.PLURAL,
+                    "singular": api.SINGULAR,
+                    "shortNames": list(api.SHORT_NAMES),
+                    "categories": list(api.CATEGORIES),
                 },
                 "versions": [
                     {
-                        "name": limits.VERSION,
+                        "name": api.VERSION,
                         "served": True,
                         "storage": True,
                         "subresources": {"status": {}},

@@ -3,7 +3,7 @@
 The status writer writes the `InUse` condition and holds the finalizer, the
 webhook reads the condition on DELETE to warn, the CRD shows it as a printer
 column, the doctor looks for stores the finalizer still holds. Like
-`limits`, this is identity, not behaviour: no I/O, nothing to import but names.
+`api`, this is identity, not behaviour: no I/O, nothing to import but names.
 """
 
 from typing import Final

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.rules import limits
+from webhook.rules import api
 from webhook.rules.field_errors import Problem, not_supported, required
 from webhook.rules.metadata import validate_metadata
 from webhook.rules.verdict import Verdict, unknown_fields, validate_spec
@@ -30,7 +30,7 @@ def is_feedbackstore(doc: dict[str, Any]) -> bool:
     """A FeedbackStore of any version of our group (a wrong version is a problem, not a skip)."""
     api_version = doc.get("apiVersion")
     group = api_version.partition("/")[0] if isinstance(api_version, str) else None
-    return doc.get("kind") == limits.KIND and group in (limits.GROUP, None)
+    return doc.get("kind") == api.KIND and group in (api.GROUP, None)
 
 
 def list_items(doc: dict[str, Any]) -> Iterator[object]:
@@ -46,9 +46,9 @@ def check_manifest(doc: dict[str, Any]) -> ManifestVerdict:
     head: list[Problem] = []
     api_version = doc.get("apiVersion")
     if api_version is None:
-        head.append(required("apiVersion", f"expected {limits.API_VERSION}"))
-    elif api_version != limits.API_VERSION:
-        head.append(not_supported("apiVersion", api_version, (limits.API_VERSION,)))
+        head.append(required("apiVersion", f"expected {api.API_VERSION}"))
+    elif api_version != api.API_VERSION:
+        head.append(not_supported("apiVersion", api_version, (api.API_VERSION,)))
     metadata = doc.get("metadata")
     head.extend(validate_metadata(metadata))
     head.extend(unknown_fields(doc, _KNOWN_TOP_LEVEL, ""))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from webhook.rules import limits
+from webhook.rules import api
 from webhook.rules.field_errors import Problem, invalid, required, too_long, type_invalid
 
 _SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
@@ -40,14 +40,12 @@ def validate_metadata(metadata: object) -> list[Problem]:
         problems.append(required("metadata.name", "a FeedbackStore needs a name"))
     else:
         problems.extend(
-            _check_dns(name, "metadata.name", limits.MAX_OBJECT_NAME_LENGTH, subdomain=True)
+            _check_dns(name, "metadata.name", api.MAX_OBJECT_NAME_LENGTH, subdomain=True)
         )
     namespace = metadata.get("namespace")
     if namespace is not None and namespace != "":
         problems.extend(
-            _check_dns(
-                namespace, "metadata.namespace", limits.MAX_NAMESPACE_LENGTH, subdomain=False
-            )
+            _check_dns(namespace, "metadata.namespace", api.MAX_NAMESPACE_LENGTH, subdomain=False)
         )
     return problems
 

@@ -3,7 +3,7 @@
 The verdict (`verdict.py`) is the fast path that reports problems; this model
 is the same API stated as types with defaults, from which the CRD's OpenAPI
 schema is generated and against which the verdict is property-tested. Both
-read their limits from `limits.py`, so a limit lives in exactly one place.
+read their limits from `api.py`, so a limit lives in exactly one place.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from webhook.rules import limits
+from webhook.rules import api
 
 ScoreName = Annotated[
     str,
     Field(
-        min_length=limits.MIN_NAME_LENGTH,
-        max_length=limits.MAX_NAME_LENGTH,
+        min_length=api.MIN_NAME_LENGTH,
+        max_length=api.MAX_NAME_LENGTH,
         description="The Langfuse score name; the attribution key, unique across the store.",
     ),
 ]
@@ -32,14 +32,14 @@ class ScoreDecl(_Strict):
     """One score name an agent accepts, with its data type."""
 
     name: ScoreName
-    data_type: limits.DataType = Field(
-        default=limits.DEFAULT_DATA_TYPE,
+    data_type: api.DataType = Field(
+        default=api.DEFAULT_DATA_TYPE,
         alias="dataType",
         description="How the score's value is interpreted.",
     )
     categories: list[str] | None = Field(
         default=None,
-        max_length=limits.MAX_CATEGORIES,
+        max_length=api.MAX_CATEGORIES,
         description="Allowed labels of a CATEGORICAL score (a set).",
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
@@ -49,8 +49,8 @@ class HumanSource(_Strict):
     """Scores given by people through the platform's own feedback channel."""
 
     scores: list[ScoreDecl] = Field(
-        min_length=limits.MIN_HUMAN_SCORES,
-        max_length=limits.MAX_HUMAN_SCORES,
+        min_length=api.MIN_HUMAN_SCORES,
+        max_length=api.MAX_HUMAN_SCORES,
         description="The score names people may submit.",
     )
 
@@ -65,14 +65,14 @@ class ExternalChannel(_Strict):
 class FeedbackStoreSpec(_Strict):
     """Which feedback score names an agent accepts, and from which source."""
 
-    mode: limits.Mode = Field(
-        default=limits.DEFAULT_MODE,
+    mode: api.Mode = Field(
+        default=api.DEFAULT_MODE,
         description="Enforce rejects undeclared score names; Monitor accepts and counts them.",
     )
     human: HumanSource | None = None
     external: list[ExternalChannel] | None = Field(
         default=None,
-        max_length=limits.MAX_EXTERNAL_CHANNELS,
+        max_length=api.MAX_EXTERNAL_CHANNELS,
         description="External channels (e.g. a CSAT webhook), each writing exactly one score.",
     )
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from webhook.rules import limits
+from webhook.rules import api, messages
 from webhook.rules.field_errors import (
     FieldWarning,
     Problem,
@@ -62,7 +62,7 @@ class _Findings:
     omitted: int = 0
 
     def add(self, problem: Problem) -> None:
-        if len(self.problems) < limits.MAX_RECORDED_PROBLEMS:
+        if len(self.problems) < api.MAX_RECORDED_PROBLEMS:
             self.problems.append(problem)
         else:
             self.omitted += 1
@@ -92,18 +92,18 @@ def validate_spec(spec: object) -> Verdict:
 
 def _check_spec(spec: object, found: _Findings) -> None:
     if spec is None:
-        found.add(required("spec", limits.MSG_NO_SOURCE))
+        found.add(required("spec", messages.MSG_NO_SOURCE))
         return
     if type(spec) is not dict:
         found.add(type_invalid("spec", spec, "object"))
         return
-    _check_unknown(spec, limits.SPEC_FIELDS, "spec", found)
+    _check_unknown(spec, api.SPEC_FIELDS, "spec", found)
     _check_mode(spec.get("mode"), found)
     score_names: dict[str, str] = {}
     human_scores = _check_human(spec.get("human"), score_names, found)
     channels = _check_external(spec.get("external"), score_names, found)
     if human_scores == 0 and channels == 0:
-        found.add(required("spec", limits.MSG_NO_SOURCE))
+        found.add(required("spec", messages.MSG_NO_SOURCE))
 
 
 def _check_unknown(obj: dict[str, Any], known: frozenset[str], path: str, found: _Findings) -> None:
@@ -129,9 +129,9 @@ def _check_mode(mode: object, found: _Findings) -> None:
         return
     if type(mode) is not str:
         found.add(type_invalid("spec.mode", mode, "string"))
-    elif mode not in limits.MODES:
-        found.add(not_supported("spec.mode", mode, limits.MODES))
-    elif mode == limits.MONITOR_MODE:
+    elif mode not in api.MODES:
+        found.add(not_supported("spec.mode", mode, api.MODES))
+    elif mode == api.MONITOR_MODE:
         found.warn(
             "spec.mode",
             "Monitor accepts undeclared score names (counted, not rejected); use only to migrate",
@@ -148,7 +148,7 @@ def _check_human(human: object, score_names: dict[str, str], found: _Findings) -
     if type(human) is not dict:
         found.add(type_invalid("spec.human", human, "object"))
         return -1
-    _check_unknown(human, limits.HUMAN_FIELDS, "spec.human", found)
+    _check_unknown(human, api.HUMAN_FIELDS, "spec.human", found)
     scores = human.get("scores")
     path = "spec.human.scores"
     if scores is None:
@@ -158,15 +158,15 @@ def _check_human(human: object, score_names: dict[str, str], found: _Findings) -
         found.add(type_invalid(path, scores, "array"))
         return -1
     if not scores:
-        found.add(required(path, f"must have at least {limits.MIN_HUMAN_SCORES} item"))
+        found.add(required(path, f"must have at least {api.MIN_HUMAN_SCORES} item"))
         return 0
-    if len(scores) > limits.MAX_HUMAN_SCORES:
-        found.add(too_many(path, len(scores), limits.MAX_HUMAN_SCORES))
+    if len(scores) > api.MAX_HUMAN_SCORES:
+        found.add(too_many(path, len(scores), api.MAX_HUMAN_SCORES))
     for index, score in enumerate(scores):
         item = f"{path}[{index}]"
         name = _check_score(score, item, found)
         if name is not None:
-            _claim(score_names, name, f"{item}.name", limits.MSG_DUP_HUMAN, found)
+            _claim(score_names, name, f"{item}.name", messages.MSG_DUP_HUMAN, found)
     return len(scores)
 
 
@@ -181,8 +181,8 @@ def _check_external(channels: object, score_names: dict[str, str], found: _Findi
     if type(channels) is not list:
         found.add(type_invalid(path, channels, "array"))
         return -1
-    if len(channels) > limits.MAX_EXTERNAL_CHANNELS:
-        found.add(too_many(path, len(channels), limits.MAX_EXTERNAL_CHANNELS))
+    if len(channels) > api.MAX_EXTERNAL_CHANNELS:
+        found.add(too_many(path, len(channels), api.MAX_EXTERNAL_CHANNELS))
     human_names = set(score_names)
     channel_names: dict[str, str] = {}
     for index, channel in enumerate(channels):
@@ -190,10 +190,10 @@ def _check_external(channels: object, score_names: dict[str, str], found: _Findi
         if type(channel) is not dict:
             found.add(type_invalid(item, channel, "object"))
             continue
-        _check_unknown(channel, limits.CHANNEL_FIELDS, item, found)
+        _check_unknown(channel, api.CHANNEL_FIELDS, item, found)
         name = _check_name(channel.get("name"), item, found)
         if name is not None:
-            _claim(channel_names, name, f"{item}.name", limits.MSG_DUP_CHANNEL, found)
+            _claim(channel_names, name, f"{item}.name", messages.MSG_DUP_CHANNEL, found)
         score = channel.get("score")
         if score is None:
             found.add(required(f"{item}.score", "the score this channel writes"))
@@ -201,7 +201,9 @@ def _check_external(channels: object, score_names: dict[str, str], found: _Findi
         score_name = _check_score(score, f"{item}.score", found)
         if score_name is not None:
             first = score_names.get(score_name)
-            why = limits.MSG_DUP_ACROSS if score_name in human_names else limits.MSG_DUP_EXTERNAL
+            why = (
+                messages.MSG_DUP_ACROSS if score_name in human_names else messages.MSG_DUP_EXTERNAL
+            )
             if first is None:
                 score_names[score_name] = f"{item}.score.name"
             else:
@@ -226,30 +228,30 @@ def _check_score(score: object, path: str, found: _Findings) -> str | None:
     if type(score) is not dict:
         found.add(type_invalid(path, score, "object"))
         return None
-    _check_unknown(score, limits.SCORE_FIELDS, path, found)
+    _check_unknown(score, api.SCORE_FIELDS, path, found)
     name = _check_name(score.get("name"), path, found)
     data_type = score.get("dataType")
     if data_type is None:
-        data_type = limits.DEFAULT_DATA_TYPE
+        data_type = api.DEFAULT_DATA_TYPE
     elif type(data_type) is not str:
         found.add(type_invalid(f"{path}.dataType", data_type, "string"))
         data_type = None
-    elif data_type not in limits.DATA_TYPES:
-        found.add(not_supported(f"{path}.dataType", data_type, limits.DATA_TYPES))
+    elif data_type not in api.DATA_TYPES:
+        found.add(not_supported(f"{path}.dataType", data_type, api.DATA_TYPES))
         data_type = None
     categories = score.get("categories")
     if categories is not None:
         _check_categories(categories, f"{path}.categories", found)
-    if data_type == limits.CATEGORICAL and not categories:
+    if data_type == api.CATEGORICAL and not categories:
         found.warn(path, "CATEGORICAL score declares no categories, so any label is accepted")
-    elif data_type is not None and data_type != limits.CATEGORICAL and categories:
+    elif data_type is not None and data_type != api.CATEGORICAL and categories:
         found.warn(f"{path}.categories", f"ignored: dataType is {data_type}, not CATEGORICAL")
     return name
 
 
 def _check_name(name: object, owner: str, found: _Findings) -> str | None:
     """Check `<owner>.name`; the path is only built when there is something to say."""
-    if type(name) is str and 0 < len(name) <= limits.MAX_NAME_LENGTH and name == name.strip():
+    if type(name) is str and 0 < len(name) <= api.MAX_NAME_LENGTH and name == name.strip():
         return name
     path = f"{owner}.name"
     if name is None:
@@ -261,8 +263,8 @@ def _check_name(name: object, owner: str, found: _Findings) -> str | None:
     if not name:
         found.add(required(path))
         return None
-    if len(name) > limits.MAX_NAME_LENGTH:
-        found.add(too_long(path, limits.MAX_NAME_LENGTH))
+    if len(name) > api.MAX_NAME_LENGTH:
+        found.add(too_long(path, api.MAX_NAME_LENGTH))
         return None
     if name != name.strip():
         shown = name if len(name) <= _MAX_NAME_IN_WARNING else name[:_MAX_NAME_IN_WARNING] + "..."
@@ -274,8 +276,8 @@ def _check_categories(categories: object, path: str, found: _Findings) -> None:
     if type(categories) is not list:
         found.add(type_invalid(path, categories, "array"))
         return
-    if len(categories) > limits.MAX_CATEGORIES:
-        found.add(too_many(path, len(categories), limits.MAX_CATEGORIES))
+    if len(categories) > api.MAX_CATEGORIES:
+        found.add(too_many(path, len(categories), api.MAX_CATEGORIES))
     # Fast path, decided in C: join() refuses anything but strings, a set finds repeats.
     try:
         "".join(categories)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from webhook.rules import Verdict, limits, validate_feedbackstore
+from webhook.rules import Verdict, api, messages, validate_feedbackstore
 from webhook.rules.report import summarize
 from webhook.status.timestamps import parse_time, rfc3339
 
@@ -45,8 +45,8 @@ class StatusPlan:
 def verdict_fields(verdict: Verdict) -> tuple[str, str, str]:
     """`(status, reason, message)` for a verdict, the message bounded for the API."""
     if verdict.valid:
-        return STATUS_TRUE, limits.REASON_VALID, limits.MESSAGE_VALID
-    return STATUS_FALSE, limits.REASON_INVALID, summarize(verdict, MAX_CONDITION_MESSAGE)
+        return STATUS_TRUE, api.REASON_VALID, messages.MESSAGE_VALID
+    return STATUS_FALSE, api.REASON_INVALID, summarize(verdict, MAX_CONDITION_MESSAGE)
 
 
 def observed_generation(obj: dict[str, Any]) -> int | None:
@@ -65,7 +65,7 @@ def current_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(conditions, list):
         return None
     for condition in conditions:
-        if isinstance(condition, dict) and condition.get("type") == limits.CONDITION_TYPE:
+        if isinstance(condition, dict) and condition.get("type") == api.CONDITION_TYPE:
             return condition
     return None
 
@@ -76,7 +76,7 @@ def desired_condition(
     """The condition to hold; `lastTransitionTime` moves only when `status` flips."""
     status, reason, message = verdict_fields(verdict)
     condition: dict[str, Any] = {
-        "type": limits.CONDITION_TYPE,
+        "type": api.CONDITION_TYPE,
         "status": status,
         "reason": reason,
         "message": message,
@@ -120,8 +120,8 @@ def apply_configuration(
     """
     metadata = obj["metadata"]
     return {
-        "apiVersion": limits.API_VERSION,
-        "kind": limits.KIND,
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
         "metadata": {"name": metadata["name"], "namespace": metadata["namespace"]},
         "status": {"conditions": [condition, *others]},
     }

@@ -27,7 +27,7 @@ import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event
 from kubernetes.client.exceptions import ApiException
 
-from webhook.rules import Verdict, limits
+from webhook.rules import Verdict, api, messages
 from webhook.rules.report import summarize
 from webhook.status.condition import STATUS_FALSE, STATUS_TRUE
 from webhook.status.correlation import Correlated, EventCorrelator
@@ -52,15 +52,15 @@ class Transition:
 def transition(previous_status: object, status: str) -> Transition | None:
     """The Event a status change deserves, if any."""
     if status == STATUS_FALSE and previous_status != STATUS_FALSE:
-        return Transition(WARNING, limits.REASON_INVALID)
+        return Transition(WARNING, api.REASON_INVALID)
     if status == STATUS_TRUE and previous_status == STATUS_FALSE:
-        return Transition(NORMAL, limits.REASON_VALID)
+        return Transition(NORMAL, api.REASON_VALID)
     return None
 
 
 def event_message(verdict: Verdict) -> str:
     if verdict.valid:
-        return limits.MESSAGE_VALID
+        return messages.MESSAGE_VALID
     prefix = "spec is invalid: "
     return prefix + summarize(verdict, MAX_EVENT_MESSAGE - len(prefix))
 
@@ -72,8 +72,8 @@ def event_body(
     metadata = obj["metadata"]
     stamp = now.replace(microsecond=0)
     involved = {
-        "apiVersion": limits.API_VERSION,
-        "kind": limits.KIND,
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
         "name": metadata["name"],
         "namespace": metadata["namespace"],
     }

@@ -19,7 +19,7 @@ import urllib3
 from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
-from webhook.rules import limits
+from webhook.rules import api
 from webhook.status.pager import Listed, Page, list_all
 from webhook.status.settings import PAGE_SIZE
 
@@ -115,10 +115,10 @@ class FeedbackStoreApi:
         failing with 409 forever.
         """
         response = self._api.patch_namespaced_custom_object_status(
-            limits.GROUP,
-            limits.VERSION,
+            api.GROUP,
+            api.VERSION,
             namespace,
-            limits.PLURAL,
+            api.PLURAL,
             name,
             body,
             field_manager=FIELD_MANAGER,
@@ -135,11 +135,11 @@ class FeedbackStoreApi:
         options["_preload_content"] = False
         if self.namespace is None:
             response = self._api.list_cluster_custom_object(
-                limits.GROUP, limits.VERSION, limits.PLURAL, **options
+                api.GROUP, api.VERSION, api.PLURAL, **options
             )
         else:
             response = self._api.list_namespaced_custom_object(
-                limits.GROUP, limits.VERSION, self.namespace, limits.PLURAL, **options
+                api.GROUP, api.VERSION, self.namespace, api.PLURAL, **options
             )
         return _raw(response)
 

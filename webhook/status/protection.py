@@ -21,7 +21,7 @@ import orjson
 import urllib3
 from kubernetes.client import ApiClient, CustomObjectsApi
 
-from webhook.rules import inuse, limits
+from webhook.rules import api, inuse
 from webhook.status.cache import Key
 from webhook.status.events import NORMAL, EventRecorder, Transition
 from webhook.status.kubeapi import APPLY_PATCH, FIELD_MANAGER, REQUEST_TIMEOUT
@@ -40,10 +40,10 @@ class FinalizerApi:
 
     def apply(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         response = self._api.patch_namespaced_custom_object(
-            limits.GROUP,
-            limits.VERSION,
+            api.GROUP,
+            api.VERSION,
             namespace,
-            limits.PLURAL,
+            api.PLURAL,
             name,
             body,
             field_manager=FIELD_MANAGER,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from webhook.rules import inuse, limits
+from webhook.rules import api, inuse
 from webhook.status.cache import Key
 from webhook.status.condition import STATUS_FALSE, STATUS_TRUE
 from webhook.status.timestamps import parse_time, rfc3339
@@ -222,4 +222,4 @@ def finalizer_configuration(store: dict[str, Any], hold: bool) -> dict[str, Any]
         body_metadata["uid"] = metadata["uid"]
     if hold:
         body_metadata["finalizers"] = [inuse.FINALIZER]
-    return {"apiVersion": limits.API_VERSION, "kind": limits.KIND, "metadata": body_metadata}
+    return {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": body_metadata}

@@ -2,7 +2,7 @@
 
 Every adapter (admission, status writer, CLI, CRD generator) reads these; a
 limit changed here changes everywhere, which is the point of keeping them in
-one place next to the model.
+one place next to the model. What users read about them is in `messages.py`.
 """
 
 from typing import Final, Literal, get_args
@@ -46,19 +46,6 @@ MAX_NAMESPACE_LENGTH: Final = 63
 CONDITION_TYPE: Final = "Validated"
 REASON_VALID: Final = "SpecCoherent"
 REASON_INVALID: Final = "InvalidSpec"
-MESSAGE_VALID: Final = "feedback store spec is coherent"
-
-# The platform's wording for the cross-field invariants (SPEC §1).
-MSG_NO_SOURCE: Final = (
-    "feedback must declare at least one source: human.scores or an external channel"
-)
-MSG_DUP_HUMAN: Final = "human score names must be unique"
-MSG_DUP_ACROSS: Final = (
-    "a score name is declared by both human and an external channel; "
-    "score names must be unique across all sources"
-)
-MSG_DUP_EXTERNAL: Final = "each external channel must declare a distinct score name"
-MSG_DUP_CHANNEL: Final = "external channel names must be unique"
 
 # How many problems one verdict keeps in full; the rest are only counted, so a
 # hostile object with a million bad items costs counting, not memory.

@@ -32,7 +32,8 @@ from webhook.server.refusal import refusal
 
 _log = logger("admission")
 JSON: Final = "application/json"
-# Copied into each answer: cheaper than having aiohttp build the header from `content_type`.
+# Copied into each answer: cheaper than having aiohttp build the header from `content_type`
+# (bench/README.md, "Where the time goes": prebuilt answer headers).
 _JSON_HEADERS: Final = CIMultiDictProxy(CIMultiDict({CONTENT_TYPE: JSON}))
 # Allowed requests worth a log line: the webhook configuration or the object needs a look.
 _NOTEWORTHY: Final = frozenset({Why.FOREIGN_RESOURCE, Why.UNKNOWN_OPERATION})
@@ -60,7 +61,8 @@ class AdmissionEndpoint:
             return await self._answer_when_read(request)
         # The whole body is already buffered (the common case): take it as it is,
         # without a timer, another coroutine or `read()`'s copy through a bytearray
-        # (`_answer` measures it against the limit).
+        # (`_answer` measures it against the limit). Saves ~5 µs a request: bench/README.md,
+        # "Where the time goes" (the body, 7.5 -> 2.7 µs, bench/admission/run.py).
         return self._answer(request, content.read_nowait())
 
     def _refuse_headers(self, request: web.Request) -> web.Response | None:

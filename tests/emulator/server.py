@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -42,6 +43,9 @@ class RecordedRequest:
     content_type: str | None
     status: int | None
     body: bytes = b""
+    # When the emulator received it (monotonic): gaps between requests measured
+    # where they happen, not when a polling test thread gets round to noticing.
+    received: float = field(default_factory=time.monotonic)
 
     @property
     def is_write(self) -> bool:

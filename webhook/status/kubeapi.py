@@ -12,6 +12,7 @@ Everything goes through `CustomObjectsApi` with plain dict bodies, on purpose:
 from __future__ import annotations
 
 import http
+from collections.abc import Callable
 from typing import Any, Final, cast
 
 import orjson
@@ -68,6 +69,34 @@ def _read_json(response: object) -> Any:
         raw.release_conn()
 
 
+def apply_as_writer(
+    patch: Callable[..., object], namespace: str, name: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """Server-side apply of `body` to one FeedbackStore as our field manager, forced.
+
+    `patch` is the client's call for the part applied: the `status`
+    subresource (conditions) or the main resource (our finalizer). `force`
+    takes over fields another manager holds (an older controller's
+    `Validated`), as Kubernetes advises controllers to do, instead of failing
+    with 409 forever.
+    """
+    response = patch(
+        api.GROUP,
+        api.VERSION,
+        namespace,
+        api.PLURAL,
+        name,
+        body,
+        field_manager=FIELD_MANAGER,
+        force=True,
+        _content_type=APPLY_PATCH,
+        _preload_content=False,
+        _request_timeout=REQUEST_TIMEOUT,
+    )
+    result: dict[str, Any] = _read_json(response)
+    return result
+
+
 class FeedbackStoreApi:
     """List, watch and apply `status` of FeedbackStores, in one namespace or all.
 
@@ -108,27 +137,10 @@ class FeedbackStoreApi:
         )
 
     def apply_status(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Server-side apply on the `status` subresource as our field manager, forced.
-
-        `force` takes over fields another manager holds (an older controller's
-        `Validated`), as Kubernetes advises controllers to do, instead of
-        failing with 409 forever.
-        """
-        response = self._api.patch_namespaced_custom_object_status(
-            api.GROUP,
-            api.VERSION,
-            namespace,
-            api.PLURAL,
-            name,
-            body,
-            field_manager=FIELD_MANAGER,
-            force=True,
-            _content_type=APPLY_PATCH,
-            _preload_content=False,
-            _request_timeout=REQUEST_TIMEOUT,
+        """Server-side apply on the `status` subresource (see `apply_as_writer`)."""
+        return apply_as_writer(
+            self._api.patch_namespaced_custom_object_status, namespace, name, body
         )
-        result: dict[str, Any] = _read_json(response)
-        return result
 
     def _collection(self, **options: Any) -> urllib3.BaseHTTPResponse:
         options = {key: value for key, value in options.items() if value is not None}

@@ -15,16 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Any, Final
 
-import orjson
-import urllib3
 from kubernetes.client import ApiClient, CustomObjectsApi
 
-from webhook.rules import api, inuse
+from webhook.rules import inuse
 from webhook.status.cache import Key
 from webhook.status.events import NORMAL, EventRecorder, Transition
-from webhook.status.kubeapi import APPLY_PATCH, FIELD_MANAGER, REQUEST_TIMEOUT
+from webhook.status.kubeapi import apply_as_writer
 from webhook.status.usage import View
 
 log = logging.getLogger("webhook.status.protection")
@@ -39,25 +37,7 @@ class FinalizerApi:
         self._api = CustomObjectsApi(api_client)
 
     def apply(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self._api.patch_namespaced_custom_object(
-            api.GROUP,
-            api.VERSION,
-            namespace,
-            api.PLURAL,
-            name,
-            body,
-            field_manager=FIELD_MANAGER,
-            force=True,
-            _content_type=APPLY_PATCH,
-            _preload_content=False,
-            _request_timeout=REQUEST_TIMEOUT,
-        )
-        raw = cast(urllib3.BaseHTTPResponse, response)
-        try:
-            result: dict[str, Any] = orjson.loads(raw.data)
-        finally:
-            raw.release_conn()
-        return result
+        return apply_as_writer(self._api.patch_namespaced_custom_object, namespace, name, body)
 
 
 class UsageEvents:

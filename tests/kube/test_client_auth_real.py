@@ -142,8 +142,8 @@ def refused_at_tls(server: WebhookServer, name: str) -> re.Pattern[str]:
 
     With TLS 1.3 the client's handshake completes before the server has checked
     its certificate, so the refusal reaches kube-apiserver either as the end of
-    the stream (`EOF`) or, when it was still writing the request, as a reset.
-    Both were seen on the real server; nothing else may appear.
+    the stream (`EOF`) or as a reset while it wrote the request or read the
+    answer. All three were seen on the real server; nothing else may appear.
     """
     prefix = (
         f'Error from server (InternalError): error when creating "STDIN": Internal error '
@@ -151,8 +151,8 @@ def refused_at_tls(server: WebhookServer, name: str) -> re.Pattern[str]:
         f'to call webhook: Post "https://127.0.0.1:{server.port}/validate?timeout=5s": '
     )
     reset = (
-        rf"write tcp 127\.0\.0\.1:\d+->127\.0\.0\.1:{server.port}: "
-        r"write: connection reset by peer"
+        rf"(read|write) tcp 127\.0\.0\.1:\d+->127\.0\.0\.1:{server.port}: "
+        r"(read|write): connection reset by peer"
     )
     return re.compile(re.escape(prefix) + rf"(EOF|{reset})\n")
 

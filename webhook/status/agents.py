@@ -19,15 +19,14 @@ import http
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
-import urllib3
 from kubernetes.client import ApiClient
 
 from webhook.rules import inuse
 from webhook.status.cache import Key, ObjectCache
 from webhook.status.informer import Informer
-from webhook.status.kubeapi import LIST_TIMEOUT, FeedbackStoreApi, status_code
+from webhook.status.kubeapi import LIST_TIMEOUT, CollectionApi, status_code
 from webhook.status.metrics import WriterMetrics
 from webhook.status.settings import InformerSettings
 from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference
@@ -36,12 +35,14 @@ from webhook.status.workqueue import WorkQueue
 log = logging.getLogger("webhook.status.agents")
 
 
-class AgentDeploymentApi(FeedbackStoreApi):
+class AgentDeploymentApi(CollectionApi):
     """List and watch AgentDeployments (storage version), in one namespace or all.
 
-    The FeedbackStore adapter with the other resource: the same list paging and
-    watch options, so the `Informer` drives both alike.
+    The same list paging and watch options as for FeedbackStores, so the
+    `Informer` drives both alike; nothing here writes an AgentDeployment.
     """
+
+    RESOURCE = (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL)
 
     def served(self) -> bool:
         """Whether the resource is served: a one-item list, 404 when the CRD is absent."""
@@ -54,21 +55,6 @@ class AgentDeploymentApi(FeedbackStoreApi):
         response.drain_conn()
         response.release_conn()
         return True
-
-    def apply_status(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError("the writer never writes AgentDeployments")
-
-    def _collection(self, **options: Any) -> urllib3.BaseHTTPResponse:
-        options = {key: value for key, value in options.items() if value is not None}
-        options["_preload_content"] = False
-        group, version, plural = inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL
-        if self.namespace is None:
-            response = self._api.list_cluster_custom_object(group, version, plural, **options)
-        else:
-            response = self._api.list_namespaced_custom_object(
-                group, version, self.namespace, plural, **options
-            )
-        return cast(urllib3.BaseHTTPResponse, response)
 
 
 class _References(ObjectCache):

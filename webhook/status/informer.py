@@ -30,7 +30,7 @@ import urllib3
 
 from webhook.status.backoff import Backoff
 from webhook.status.cache import Key, ObjectCache, object_key, resource_version
-from webhook.status.kubeapi import TRANSPORT_ERRORS, FeedbackStoreApi, retry_after, status_code
+from webhook.status.kubeapi import TRANSPORT_ERRORS, CollectionApi, retry_after, status_code
 from webhook.status.metrics import WriterMetrics
 from webhook.status.settings import InformerSettings
 from webhook.status.watch import (
@@ -56,7 +56,7 @@ class ResourceExpiredError(Exception):
 class Informer:
     def __init__(
         self,
-        api: FeedbackStoreApi,
+        api: CollectionApi,
         cache: ObjectCache,
         queue: WorkQueue[Key],
         metrics: WriterMetrics,

@@ -97,12 +97,14 @@ def apply_as_writer(
     return result
 
 
-class FeedbackStoreApi:
-    """List, watch and apply `status` of FeedbackStores, in one namespace or all.
+class CollectionApi:
+    """List (in pages) and watch one custom resource, in one namespace or all.
 
-    No GET: the watch keeps the writer's view current, so its RBAC needs only
-    list and watch on `feedbackstores` and patch on `feedbackstores/status`.
+    What the `Informer` needs and nothing more; `RESOURCE` names the group,
+    version and plural. No GET: the watch keeps the writer's view current.
     """
+
+    RESOURCE: tuple[str, str, str] = (api.GROUP, api.VERSION, api.PLURAL)
 
     def __init__(self, api_client: ApiClient, namespace: str | None = None) -> None:
         self._api = CustomObjectsApi(api_client)
@@ -136,24 +138,31 @@ class FeedbackStoreApi:
             _request_timeout=(REQUEST_TIMEOUT[0], read_timeout),
         )
 
+    def _collection(self, **options: Any) -> urllib3.BaseHTTPResponse:
+        options = {key: value for key, value in options.items() if value is not None}
+        options["_preload_content"] = False
+        group, version, plural = self.RESOURCE
+        if self.namespace is None:
+            response = self._api.list_cluster_custom_object(group, version, plural, **options)
+        else:
+            response = self._api.list_namespaced_custom_object(
+                group, version, self.namespace, plural, **options
+            )
+        return _raw(response)
+
+
+class FeedbackStoreApi(CollectionApi):
+    """List, watch and apply `status` of FeedbackStores.
+
+    Its RBAC needs only list and watch on `feedbackstores` and patch on
+    `feedbackstores/status`.
+    """
+
     def apply_status(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """Server-side apply on the `status` subresource (see `apply_as_writer`)."""
         return apply_as_writer(
             self._api.patch_namespaced_custom_object_status, namespace, name, body
         )
-
-    def _collection(self, **options: Any) -> urllib3.BaseHTTPResponse:
-        options = {key: value for key, value in options.items() if value is not None}
-        options["_preload_content"] = False
-        if self.namespace is None:
-            response = self._api.list_cluster_custom_object(
-                api.GROUP, api.VERSION, api.PLURAL, **options
-            )
-        else:
-            response = self._api.list_namespaced_custom_object(
-                api.GROUP, api.VERSION, self.namespace, api.PLURAL, **options
-            )
-        return _raw(response)
 
 
 class LeaseApi:

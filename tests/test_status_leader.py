@@ -72,6 +72,10 @@ def test_two_writers_one_lease_only_the_leader_writes_and_the_standby_takes_over
             apiserver.update(NS, "s1", lambda o: o.update(spec=VALID))
             apiserver.update(NS, "s2", lambda o: o.update(spec=INVALID))
             converged(apiserver)
+            # The emulator holds the new status before the writer has read its
+            # response and counted the write: wait for the count, then hold it.
+            apiserver.eventually(lambda: writes_by(second) == 2)
+            time.sleep(0.2)
             assert writes_by(second) == 2
             spec = lease_spec(apiserver)
             assert spec["holderIdentity"] == "second"

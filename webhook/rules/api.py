@@ -2,7 +2,8 @@
 
 Every adapter (admission, status writer, CLI, CRD generator) reads these; a
 limit changed here changes everywhere, which is the point of keeping them in
-one place next to the model. What users read about them is in `messages.py`.
+one place. The field names are the model's (`model.py`); what users read
+about all of it is in `messages.py`.
 """
 
 from typing import Final, Literal, get_args
@@ -31,12 +32,6 @@ MAX_EXTERNAL_CHANNELS: Final = 32
 MIN_NAME_LENGTH: Final = 1
 MAX_NAME_LENGTH: Final = 128
 MAX_CATEGORIES: Final = 64
-
-# Fields each object may carry; anything else is a typo the user must hear about.
-SPEC_FIELDS: Final = frozenset({"mode", "human", "external"})
-HUMAN_FIELDS: Final = frozenset({"scores"})
-SCORE_FIELDS: Final = frozenset({"name", "dataType", "categories"})
-CHANNEL_FIELDS: Final = frozenset({"name", "score"})
 
 # Kubernetes object metadata limits (apimachinery's IsDNS1123Subdomain / Label).
 MAX_OBJECT_NAME_LENGTH: Final = 253

@@ -8,6 +8,8 @@ status writer, the CLI and the CRD's CEL rules.
 
 from typing import Final
 
+from webhook.rules import api
+
 MESSAGE_VALID: Final = "feedback store spec is coherent"
 
 # The platform's wording for the cross-field invariants (SPEC §1).
@@ -21,3 +23,26 @@ MSG_DUP_ACROSS: Final = (
 )
 MSG_DUP_EXTERNAL: Final = "each external channel must declare a distinct score name"
 MSG_DUP_CHANNEL: Final = "external channel names must be unique"
+
+# Further words of the verdict: what a missing or empty part needs, and the
+# warnings (allowed, but surprising).
+MSG_HUMAN_SCORES_REQUIRED: Final = "human.scores is required when human is set"
+MSG_HUMAN_SCORES_EMPTY: Final = f"must have at least {api.MIN_HUMAN_SCORES} item"
+MSG_CHANNEL_SCORE_REQUIRED: Final = "the score this channel writes"
+WARN_MONITOR: Final = (
+    "Monitor accepts undeclared score names (counted, not rejected); use only to migrate"
+)
+WARN_NO_CATEGORIES: Final = "CATEGORICAL score declares no categories, so any label is accepted"
+
+
+def first_declared_at(why: str, first: str) -> str:
+    """A duplicate's detail: the rule, then where the name was declared first."""
+    return f"{why} (first declared at {first})"
+
+
+def warn_categories_ignored(data_type: str) -> str:
+    return f"ignored: dataType is {data_type}, not {api.CATEGORICAL}"
+
+
+def warn_untrimmed(quoted_name: str) -> str:
+    return f"{quoted_name} has leading/trailing whitespace; the gateway trims names"

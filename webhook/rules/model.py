@@ -8,7 +8,7 @@ read their limits from `api.py`, so a limit lives in exactly one place.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -75,6 +75,18 @@ class FeedbackStoreSpec(_Strict):
         max_length=api.MAX_EXTERNAL_CHANNELS,
         description="External channels (e.g. a CSAT webhook), each writing exactly one score.",
     )
+
+
+def json_names(model: type[BaseModel]) -> frozenset[str]:
+    """The keys an object of `model` may carry in JSON (aliases where declared)."""
+    return frozenset(field.alias or name for name, field in model.model_fields.items())
+
+
+# Fields each object may carry; anything else is a typo the user must hear about.
+SPEC_FIELDS: Final = json_names(FeedbackStoreSpec)
+HUMAN_FIELDS: Final = json_names(HumanSource)
+SCORE_FIELDS: Final = json_names(ScoreDecl)
+CHANNEL_FIELDS: Final = json_names(ExternalChannel)
 
 
 def _drop_nulls(value: Any) -> Any:

@@ -5,14 +5,21 @@ the admission hot path, the status writer and the CLI need Kubernetes field
 paths, apimachinery error types, warnings and unknown-field errors for every
 problem, and a hand-written walk does that at a fraction of a model's cost
 (see bench/README.md). The pydantic model in `model.py` states the same limits
-declaratively for the CRD schema and as a test oracle.
+declaratively for the CRD schema and as a test oracle, and names the fields.
+
+Each check is a generator: it yields what it finds, in the order a reader
+meets it in the object, and returns what its caller needs next (a score's
+name, how many scores a source declares, or None when that is unknown because
+the part had the wrong type). `_verdict` keeps the first MAX_RECORDED_PROBLEMS
+problems and counts the rest, so a hostile object with millions of bad items
+costs counting, not memory.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Generator, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from webhook.rules import api, messages
@@ -28,8 +35,11 @@ from webhook.rules.field_errors import (
     type_invalid,
     unknown_field,
 )
+from webhook.rules.model import CHANNEL_FIELDS, HUMAN_FIELDS, SCORE_FIELDS, SPEC_FIELDS
 
 _MAX_NAME_IN_WARNING = 24
+
+Finding = Problem | FieldWarning
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,64 +63,56 @@ class Verdict:
         return len(self.problems) + self.omitted
 
 
-@dataclass(slots=True)
-class _Findings:
-    """Accumulates problems and warnings during one walk, bounded in memory."""
-
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[FieldWarning] = field(default_factory=list)
-    omitted: int = 0
-
-    def add(self, problem: Problem) -> None:
-        if len(self.problems) < api.MAX_RECORDED_PROBLEMS:
-            self.problems.append(problem)
-        else:
-            self.omitted += 1
-
-    def warn(self, path: str, message: str) -> None:
-        self.warnings.append(FieldWarning(path, message))
-
-    def verdict(self) -> Verdict:
-        return Verdict(tuple(self.problems), tuple(self.warnings), self.omitted)
+_CLEAN = Verdict()
 
 
 def validate_feedbackstore(obj: object) -> Verdict:
     """Verdict for a whole FeedbackStore object (its `spec`; metadata is the API server's)."""
     if type(obj) is not dict:
-        found = _Findings()
-        found.add(type_invalid("", obj, "object"))
-        return found.verdict()
+        return _verdict((type_invalid("", obj, "object"),))
     return validate_spec(obj.get("spec"))
 
 
 def validate_spec(spec: object) -> Verdict:
     """Verdict for `spec` alone; a missing spec (None) declares no source."""
-    found = _Findings()
-    _check_spec(spec, found)
-    return found.verdict()
+    return _verdict(_spec(spec))
 
 
-def _check_spec(spec: object, found: _Findings) -> None:
+def _verdict(findings: Iterable[Finding]) -> Verdict:
+    problems: list[Problem] = []
+    warnings: list[FieldWarning] = []
+    omitted = 0
+    for finding in findings:
+        if isinstance(finding, FieldWarning):
+            warnings.append(finding)
+        elif len(problems) < api.MAX_RECORDED_PROBLEMS:
+            problems.append(finding)
+        else:
+            omitted += 1
+    if not problems and not warnings:
+        return _CLEAN
+    return Verdict(tuple(problems), tuple(warnings), omitted)
+
+
+def _spec(spec: object) -> Iterator[Finding]:
     if spec is None:
-        found.add(required("spec", messages.MSG_NO_SOURCE))
+        yield required("spec", messages.MSG_NO_SOURCE)
         return
     if type(spec) is not dict:
-        found.add(type_invalid("spec", spec, "object"))
+        yield type_invalid("spec", spec, "object")
         return
-    _check_unknown(spec, api.SPEC_FIELDS, "spec", found)
-    _check_mode(spec.get("mode"), found)
-    score_names: dict[str, str] = {}
-    human_scores = _check_human(spec.get("human"), score_names, found)
-    channels = _check_external(spec.get("external"), score_names, found)
-    if human_scores == 0 and channels == 0:
-        found.add(required("spec", messages.MSG_NO_SOURCE))
+    yield from _unknown(spec, SPEC_FIELDS, "spec")
+    yield from _mode(spec.get("mode"))
+    scores, human_names = yield from _human(spec.get("human"))
+    channels = yield from _external(spec.get("external"), human_names)
+    if scores == 0 and channels == 0:
+        yield required("spec", messages.MSG_NO_SOURCE)
 
 
-def _check_unknown(obj: dict[str, Any], known: frozenset[str], path: str, found: _Findings) -> None:
+def _unknown(obj: dict[str, Any], known: frozenset[str], path: str) -> list[Problem]:
     if len(obj) <= len(known) and known.issuperset(obj):
-        return
-    for problem in unknown_fields(obj, known, path):
-        found.add(problem)
+        return []
+    return unknown_fields(obj, known, path)
 
 
 def unknown_fields(obj: dict[str, Any], known: frozenset[str], path: str) -> list[Problem]:
@@ -124,178 +126,184 @@ def unknown_fields(obj: dict[str, Any], known: frozenset[str], path: str) -> lis
     return problems
 
 
-def _check_mode(mode: object, found: _Findings) -> None:
+def _mode(mode: object) -> Iterator[Finding]:
     if mode is None:
         return
     if type(mode) is not str:
-        found.add(type_invalid("spec.mode", mode, "string"))
+        yield type_invalid("spec.mode", mode, "string")
     elif mode not in api.MODES:
-        found.add(not_supported("spec.mode", mode, api.MODES))
+        yield not_supported("spec.mode", mode, api.MODES)
     elif mode == api.MONITOR_MODE:
-        found.warn(
-            "spec.mode",
-            "Monitor accepts undeclared score names (counted, not rejected); use only to migrate",
-        )
+        yield FieldWarning("spec.mode", messages.WARN_MONITOR)
 
 
-def _check_human(human: object, score_names: dict[str, str], found: _Findings) -> int:
-    """Check `spec.human`, recording each score name's first path in `score_names`.
+def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str, str]]]:
+    """Check `spec.human`; return how many scores it declares and each name's first item.
 
-    Returns how many scores it declares (-1: unknown, its type was already reported).
+    The count is None when unknown (the type was wrong, and that was said).
     """
     if human is None:
-        return 0
+        return 0, {}
     if type(human) is not dict:
-        found.add(type_invalid("spec.human", human, "object"))
-        return -1
-    _check_unknown(human, api.HUMAN_FIELDS, "spec.human", found)
+        yield type_invalid("spec.human", human, "object")
+        return None, {}
+    yield from _unknown(human, HUMAN_FIELDS, "spec.human")
     scores = human.get("scores")
     path = "spec.human.scores"
     if scores is None:
-        found.add(required(path, "human.scores is required when human is set"))
-        return 0
+        yield required(path, messages.MSG_HUMAN_SCORES_REQUIRED)
+        return 0, {}
     if type(scores) is not list:
-        found.add(type_invalid(path, scores, "array"))
-        return -1
+        yield type_invalid(path, scores, "array")
+        return None, {}
     if not scores:
-        found.add(required(path, f"must have at least {api.MIN_HUMAN_SCORES} item"))
-        return 0
+        yield required(path, messages.MSG_HUMAN_SCORES_EMPTY)
+        return 0, {}
     if len(scores) > api.MAX_HUMAN_SCORES:
-        found.add(too_many(path, len(scores), api.MAX_HUMAN_SCORES))
+        yield too_many(path, len(scores), api.MAX_HUMAN_SCORES)
+    first_at: dict[str, str] = {}
     for index, score in enumerate(scores):
         item = f"{path}[{index}]"
-        name = _check_score(score, item, found)
-        if name is not None:
-            _claim(score_names, name, f"{item}.name", messages.MSG_DUP_HUMAN, found)
-    return len(scores)
+        name = yield from _score(score, item)
+        if name is None:
+            continue
+        first = first_at.setdefault(name, item)
+        if first is not item:
+            yield _duplicate_name(f"{item}.name", name, messages.MSG_DUP_HUMAN, f"{first}.name")
+    return len(scores), first_at
 
 
-def _check_external(channels: object, score_names: dict[str, str], found: _Findings) -> int:
-    """Check `spec.external` against the human `score_names` already claimed.
+def _external(
+    channels: object, human_names: dict[str, str]
+) -> Generator[Finding, None, int | None]:
+    """Check `spec.external` against the human scores' names; return how many channels.
 
-    Returns how many channels it declares (-1: unknown, its type was already reported).
+    The count is None when unknown (the type was wrong, and that was said).
     """
     if channels is None:
         return 0
     path = "spec.external"
     if type(channels) is not list:
-        found.add(type_invalid(path, channels, "array"))
-        return -1
+        yield type_invalid(path, channels, "array")
+        return None
     if len(channels) > api.MAX_EXTERNAL_CHANNELS:
-        found.add(too_many(path, len(channels), api.MAX_EXTERNAL_CHANNELS))
-    human_names = set(score_names)
-    channel_names: dict[str, str] = {}
+        yield too_many(path, len(channels), api.MAX_EXTERNAL_CHANNELS)
+    channel_at: dict[str, str] = {}
+    score_at: dict[str, str] = {}
     for index, channel in enumerate(channels):
         item = f"{path}[{index}]"
         if type(channel) is not dict:
-            found.add(type_invalid(item, channel, "object"))
+            yield type_invalid(item, channel, "object")
             continue
-        _check_unknown(channel, api.CHANNEL_FIELDS, item, found)
-        name = _check_name(channel.get("name"), item, found)
+        yield from _unknown(channel, CHANNEL_FIELDS, item)
+        name, said = _name(channel.get("name"), item)
+        if said is not None:
+            yield said
         if name is not None:
-            _claim(channel_names, name, f"{item}.name", messages.MSG_DUP_CHANNEL, found)
+            first = channel_at.setdefault(name, item)
+            if first is not item:
+                yield _duplicate_name(
+                    f"{item}.name", name, messages.MSG_DUP_CHANNEL, f"{first}.name"
+                )
         score = channel.get("score")
         if score is None:
-            found.add(required(f"{item}.score", "the score this channel writes"))
+            yield required(f"{item}.score", messages.MSG_CHANNEL_SCORE_REQUIRED)
             continue
-        score_name = _check_score(score, f"{item}.score", found)
-        if score_name is not None:
-            first = score_names.get(score_name)
-            why = (
-                messages.MSG_DUP_ACROSS if score_name in human_names else messages.MSG_DUP_EXTERNAL
-            )
-            if first is None:
-                score_names[score_name] = f"{item}.score.name"
-            else:
-                found.add(duplicate(f"{item}.score.name", score_name, _first_at(why, first)))
+        score_name = yield from _score(score, f"{item}.score")
+        if score_name is None:
+            continue
+        human_first = human_names.get(score_name)
+        if human_first is not None:
+            why, first = messages.MSG_DUP_ACROSS, f"{human_first}.name"
+        else:
+            why, first = messages.MSG_DUP_EXTERNAL, score_at.setdefault(score_name, item)
+            if first is item:
+                continue
+            first = f"{first}.score.name"
+        yield _duplicate_name(f"{item}.score.name", score_name, why, first)
     return len(channels)
 
 
-def _claim(seen: dict[str, str], name: str, path: str, why: str, found: _Findings) -> None:
-    first = seen.get(name)
-    if first is None:
-        seen[name] = path
-    else:
-        found.add(duplicate(path, name, _first_at(why, first)))
+def _duplicate_name(path: str, name: str, why: str, first: str) -> Problem:
+    return duplicate(path, name, messages.first_declared_at(why, first))
 
 
-def _first_at(why: str, first: str) -> str:
-    return f"{why} (first declared at {first})"
-
-
-def _check_score(score: object, path: str, found: _Findings) -> str | None:
+def _score(score: object, path: str) -> Generator[Finding, None, str | None]:
     """Check one ScoreDecl; return its name when it is a usable string."""
     if type(score) is not dict:
-        found.add(type_invalid(path, score, "object"))
+        yield type_invalid(path, score, "object")
         return None
-    _check_unknown(score, api.SCORE_FIELDS, path, found)
-    name = _check_name(score.get("name"), path, found)
+    yield from _unknown(score, SCORE_FIELDS, path)
+    name, said = _name(score.get("name"), path)
+    if said is not None:
+        yield said
     data_type = score.get("dataType")
     if data_type is None:
         data_type = api.DEFAULT_DATA_TYPE
     elif type(data_type) is not str:
-        found.add(type_invalid(f"{path}.dataType", data_type, "string"))
+        yield type_invalid(f"{path}.dataType", data_type, "string")
         data_type = None
     elif data_type not in api.DATA_TYPES:
-        found.add(not_supported(f"{path}.dataType", data_type, api.DATA_TYPES))
+        yield not_supported(f"{path}.dataType", data_type, api.DATA_TYPES)
         data_type = None
     categories = score.get("categories")
-    if categories is not None:
-        _check_categories(categories, f"{path}.categories", found)
+    if categories is not None and not _distinct_strings(categories):
+        yield from _categories(categories, f"{path}.categories")
     if data_type == api.CATEGORICAL and not categories:
-        found.warn(path, "CATEGORICAL score declares no categories, so any label is accepted")
+        yield FieldWarning(path, messages.WARN_NO_CATEGORIES)
     elif data_type is not None and data_type != api.CATEGORICAL and categories:
-        found.warn(f"{path}.categories", f"ignored: dataType is {data_type}, not CATEGORICAL")
+        yield FieldWarning(f"{path}.categories", messages.warn_categories_ignored(data_type))
     return name
 
 
-def _check_name(name: object, owner: str, found: _Findings) -> str | None:
-    """Check `<owner>.name`; the path is only built when there is something to say."""
+def _name(name: object, owner: str) -> tuple[str | None, Finding | None]:
+    """Check `<owner>.name`: the name when usable, and what there is to say about it.
+
+    The path is only built when there is something to say.
+    """
     if type(name) is str and 0 < len(name) <= api.MAX_NAME_LENGTH and name == name.strip():
-        return name
+        return name, None
     path = f"{owner}.name"
     if name is None:
-        found.add(required(path))
-        return None
+        return None, required(path)
     if type(name) is not str:
-        found.add(type_invalid(path, name, "string"))
-        return None
+        return None, type_invalid(path, name, "string")
     if not name:
-        found.add(required(path))
-        return None
+        return None, required(path)
     if len(name) > api.MAX_NAME_LENGTH:
-        found.add(too_long(path, api.MAX_NAME_LENGTH))
-        return None
-    if name != name.strip():
-        shown = name if len(name) <= _MAX_NAME_IN_WARNING else name[:_MAX_NAME_IN_WARNING] + "..."
-        found.warn(path, f"{quote(shown)} has leading/trailing whitespace; the gateway trims names")
-    return name
+        return None, too_long(path, api.MAX_NAME_LENGTH)
+    shown = name if len(name) <= _MAX_NAME_IN_WARNING else name[:_MAX_NAME_IN_WARNING] + "..."
+    return name, FieldWarning(path, messages.warn_untrimmed(quote(shown)))
 
 
-def _check_categories(categories: object, path: str, found: _Findings) -> None:
-    if type(categories) is not list:
-        found.add(type_invalid(path, categories, "array"))
-        return
-    if len(categories) > api.MAX_CATEGORIES:
-        found.add(too_many(path, len(categories), api.MAX_CATEGORIES))
-    # Fast path, decided in C: join() refuses anything but strings, a set finds repeats.
+def _distinct_strings(categories: object) -> bool:
+    """Whether `categories` is a list of at most MAX_CATEGORIES distinct strings.
+
+    The shortcut for the common case, decided in C: join() refuses anything
+    but strings and a set finds repeats, where `_categories` would walk the
+    list in Python to say where each problem is (bench/README.md, maximal
+    review: about half of the verdict's time on 64 scores x 64 categories).
+    """
+    if type(categories) is not list or len(categories) > api.MAX_CATEGORIES:
+        return False
     try:
         "".join(categories)
     except TypeError:
-        pass
-    else:
-        if len(set(categories)) == len(categories):
-            return
+        return False
+    return len(set(categories)) == len(categories)
+
+
+def _categories(categories: object, path: str) -> Iterator[Finding]:
+    if type(categories) is not list:
+        yield type_invalid(path, categories, "array")
+        return
+    if len(categories) > api.MAX_CATEGORIES:
+        yield too_many(path, len(categories), api.MAX_CATEGORIES)
     seen: set[str] = set()
     for index, category in enumerate(categories):
         if type(category) is not str:
-            found.add(type_invalid(f"{path}[{index}]", category, "string"))
+            yield type_invalid(f"{path}[{index}]", category, "string")
         elif category in seen:
-            found.add(duplicate(f"{path}[{index}]", category))
+            yield duplicate(f"{path}[{index}]", category)
         else:
             seen.add(category)
-
-
-def problem_lines(problems: Iterable[Problem]) -> list[str]:
-    """`field: message` for each problem, the form every adapter prints."""
-    return [str(p) for p in problems]

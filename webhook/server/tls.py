@@ -21,7 +21,7 @@ import ssl
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
-from cryptography import x509
+from webhook.server.leaf_expiry import not_valid_after
 
 # TLS 1.2 suites (TLS 1.3 has its own, all AEAD): forward secrecy and AEAD only.
 TLS12_CIPHERS: Final = "ECDHE+AESGCM:ECDHE+CHACHA20"
@@ -67,14 +67,14 @@ def load_pair(
     that this CA bundle (PEM, one or more certificates) signed.
     """
     try:
-        leaf = x509.load_pem_x509_certificate(cert_file.read_bytes())
+        expires = not_valid_after(cert_file.read_bytes())
     except OSError as error:
         raise CertificateError(f"cannot read certificate {cert_file}: {error}") from None
     except ValueError as error:
         raise CertificateError(f"{cert_file} is not a PEM certificate: {error}") from None
     context = _serving(cert_file, key_file)
     if client_ca_file is None:
-        return LoadedPair(context, leaf.not_valid_after_utc, context)
+        return LoadedPair(context, expires, context)
     try:
         context.load_verify_locations(cafile=client_ca_file)
     except (OSError, ssl.SSLError) as error:
@@ -84,7 +84,7 @@ def load_pair(
             "client certificate"
         ) from None
     context.verify_mode = ssl.CERT_REQUIRED
-    return LoadedPair(context, leaf.not_valid_after_utc, _serving(cert_file, key_file))
+    return LoadedPair(context, expires, _serving(cert_file, key_file))
 
 
 def _serving(cert_file: pathlib.Path, key_file: pathlib.Path) -> ssl.SSLContext:

@@ -8,6 +8,7 @@ safe.
 from __future__ import annotations
 
 import base64
+import inspect
 import pathlib
 import stat
 import subprocess
@@ -312,7 +313,40 @@ def test_an_out_dir_that_cannot_be_created_exits_2_naming_it(tmp_path: pathlib.P
 
 def test_the_cli_defaults_are_the_names_the_manifests_and_dev_certificates_use() -> None:
     from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
-    from webhook.cli import certs as cli
+    from webhook.cli.main import build_parser
 
-    assert (cli.DEFAULT_NAMESPACE, cli.DEFAULT_SERVICE) == (DEFAULT_NAMESPACE, DEFAULT_SERVICE)
+    args = build_parser().parse_args(["certs"])
+    assert (args.namespace, args.service) == (DEFAULT_NAMESPACE, DEFAULT_SERVICE)
     assert (DEFAULT_NAMESPACE, DEFAULT_SERVICE) == (NAMESPACE, "feedbackstore-webhook")
+
+
+def test_the_cli_defaults_are_the_issuers() -> None:
+    from webhook.certs.issue import SERVING_DAYS, KeyType, issue_serving
+    from webhook.cli.main import build_parser
+
+    args = build_parser().parse_args(["certs"])
+    defaults = inspect.signature(issue_serving).parameters
+    assert args.days == SERVING_DAYS == defaults["days"].default
+    assert KeyType(args.key_type) is defaults["key_type"].default
+
+
+def test_building_the_parser_loads_no_cryptography() -> None:
+    """Every command builds the `certs` parser; its defaults must not cost `validate` a
+    cryptography import."""
+    code = (
+        "import sys\n"
+        "from webhook.cli.main import build_parser\n"
+        "build_parser()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_every_name_the_certs_package_exports_resolves() -> None:
+    import webhook.certs
+
+    for name in webhook.certs.__all__:
+        assert getattr(webhook.certs, name) is not None, name

@@ -11,12 +11,11 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Sequence
 
+from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE
 from webhook.certs.files import ServingFiles
 from webhook.certs.issue import service_hosts
 from webhook.certs.renewal import ensure_certificates
 
-DEFAULT_NAMESPACE = "feedbackstore-system"
-DEFAULT_SERVICE = "feedbackstore-webhook"
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 

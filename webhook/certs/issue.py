@@ -10,7 +10,6 @@ forgotten cluster does not break within weeks.
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import ipaddress
 import re
 from collections.abc import Sequence
@@ -21,18 +20,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-CA_DAYS = 3650
-SERVING_DAYS = 365
+from webhook.certs.defaults import CA_DAYS, DEFAULT_KEY_TYPE, SERVING_DAYS, KeyType
+
 RSA_BITS = 2048
 # Back-date notBefore so a node whose clock lags a little still accepts a fresh certificate.
 _CLOCK_SKEW = dt.timedelta(minutes=5)
 
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
-
-
-class KeyType(enum.StrEnum):
-    ECDSA = "ecdsa"
-    RSA = "rsa"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +103,7 @@ def new_private_key(key_type: KeyType) -> PrivateKey:
 def issue_bundle(
     hosts: Sequence[str],
     *,
-    key_type: KeyType = KeyType.ECDSA,
+    key_type: KeyType = DEFAULT_KEY_TYPE,
     days: int = SERVING_DAYS,
     ca_days: int = CA_DAYS,
     common_name: str | None = None,
@@ -125,7 +119,7 @@ def issue_bundle(
 
 
 def issue_authority(
-    *, key_type: KeyType = KeyType.ECDSA, days: int = CA_DAYS, now: dt.datetime | None = None
+    *, key_type: KeyType = DEFAULT_KEY_TYPE, days: int = CA_DAYS, now: dt.datetime | None = None
 ) -> Authority:
     """A fresh self-signed CA allowed to sign leaf certificates only (path length 0)."""
     _check_days(days)
@@ -137,7 +131,7 @@ def issue_serving(
     authority: Authority,
     hosts: Sequence[str],
     *,
-    key_type: KeyType = KeyType.ECDSA,
+    key_type: KeyType = DEFAULT_KEY_TYPE,
     days: int = SERVING_DAYS,
     common_name: str | None = None,
     now: dt.datetime | None = None,

@@ -12,14 +12,9 @@ import datetime as dt
 import pathlib
 from collections.abc import Sequence
 
+from webhook.certs.defaults import CA_DAYS, DEFAULT_KEY_TYPE, SERVING_DAYS, KeyType
 from webhook.certs.files import ServingFiles, read_optional, write_bundle
-from webhook.certs.issue import (
-    CA_DAYS,
-    SERVING_DAYS,
-    KeyType,
-    issue_authority,
-    issue_serving,
-)
+from webhook.certs.issue import issue_authority, issue_serving
 from webhook.certs.reuse import serving_reusable, usable_authority
 
 
@@ -48,7 +43,7 @@ def ensure_certificates(
     ):
         return files, "kept"
     outcome = "renewed"
-    chosen = key_type or KeyType.ECDSA
+    chosen = key_type or DEFAULT_KEY_TYPE
     if authority is None:
         authority = issue_authority(key_type=chosen, days=max(CA_DAYS, days), now=moment)
         outcome = "created"

@@ -17,7 +17,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from webhook.certs.issue import Authority, KeyType, PrivateKey
+from webhook.certs.defaults import KeyType
+from webhook.certs.issue import Authority, PrivateKey
 
 # Renew within 30 days of expiry, or within the last third of the lifetime when that is
 # shorter (a 7-day certificate is renewed with 2.3 days left, not on its first day).
@@ -76,7 +77,20 @@ def serving_reusable(
         return False
     if key_type is not None and key_type_of(key) != key_type:
         return False
-    return _signed_by(cert, ca) and covers(cert, hosts) and is_fresh(cert, now)
+    return issued_by(cert, ca) and covers(cert, hosts) and is_fresh(cert, now)
+
+
+def issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """`issuer` signed `cert` directly: names match and the signature verifies (dates ignored).
+
+    False, not an error, for a mismatched name, an unsupported key or signature algorithm
+    or a bad signature: the one rule the renewal and the doctor's chain building share.
+    """
+    try:
+        cert.verify_directly_issued_by(issuer)
+    except (ValueError, TypeError, InvalidSignature):
+        return False
+    return True
 
 
 def covers(cert: x509.Certificate, hosts: Sequence[str]) -> bool:
@@ -113,11 +127,3 @@ def _is_ca(cert: x509.Certificate) -> bool:
 
 def _key_matches(cert: x509.Certificate, key: PrivateKey) -> bool:
     return bool(cert.public_key() == key.public_key())
-
-
-def _signed_by(cert: x509.Certificate, ca: x509.Certificate) -> bool:
-    try:
-        cert.verify_directly_issued_by(ca)
-    except (ValueError, TypeError, InvalidSignature):
-        return False
-    return True

@@ -18,10 +18,15 @@ import pathlib
 import sys
 from typing import Any
 
-DEFAULT_NAMESPACE = "feedbackstore-system"
-DEFAULT_SERVICE = "feedbackstore-webhook"
-EXIT_OK = 0
-EXIT_FAILED = 2
+from webhook.certs.defaults import (
+    CA_DAYS,
+    DEFAULT_KEY_TYPE,
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE,
+    SERVING_DAYS,
+    KeyType,
+)
+from webhook.cli.exit_codes import EXIT_OK, EXIT_UNUSABLE
 
 
 def register(subparsers: Any) -> None:
@@ -49,9 +54,14 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("--out-dir", type=pathlib.Path, default=pathlib.Path("certs"))
-    parser.add_argument("--key-type", choices=("ecdsa", "rsa"), default="ecdsa")
     parser.add_argument(
-        "--days", type=int, default=365, help="serving certificate lifetime (default 365)"
+        "--key-type", choices=[key.value for key in KeyType], default=DEFAULT_KEY_TYPE.value
+    )
+    parser.add_argument(
+        "--days",
+        type=int,
+        default=SERVING_DAYS,
+        help="serving certificate lifetime (default %(default)s)",
     )
     parser.add_argument(
         "--force", action="store_true", help="issue a new CA and certificate even if they fit"
@@ -59,17 +69,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--base",
         default="manifests",
-        help="kustomize base the overlay installs: a directory or a remote URL (default manifests)",
+        help="kustomize base the overlay installs: a directory or a remote URL "
+        "(default %(default)s)",
     )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.certs.issue import KeyType, check_host, is_dns_label
+    from webhook.certs.issue import check_host, is_dns_label
 
-    if args.days < 1 or args.days > 3650:
-        print(f"certs: --days must be between 1 and 3650, not {args.days}", file=sys.stderr)
-        return EXIT_FAILED
+    if not 1 <= args.days <= CA_DAYS:
+        print(f"certs: --days must be between 1 and {CA_DAYS}, not {args.days}", file=sys.stderr)
+        return EXIT_UNUSABLE
     for option, value in (("--namespace", args.namespace), ("--service", args.service)):
         if not is_dns_label(value):
             print(
@@ -77,21 +88,21 @@ def run(args: argparse.Namespace) -> int:
                 f"at most 63 characters), not {value!r}",
                 file=sys.stderr,
             )
-            return EXIT_FAILED
+            return EXIT_UNUSABLE
     for host in args.host:
         try:
             check_host(host)
         except ValueError as error:
             print(f"certs: --host {error}", file=sys.stderr)
-            return EXIT_FAILED
+            return EXIT_UNUSABLE
     try:
         return _issue(args, KeyType(args.key_type))
     except OSError as error:
         print(f"certs: cannot write to {args.out_dir}: {error.strerror}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_UNUSABLE
 
 
-def _issue(args: argparse.Namespace, key_type: Any) -> int:
+def _issue(args: argparse.Namespace, key_type: KeyType) -> int:
     from webhook.certs.issue import service_hosts
     from webhook.certs.overlay import write_overlay
     from webhook.certs.renewal import ensure_certificates

@@ -11,10 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_OK = 0
-EXIT_UNHEALTHY = 1
-EXIT_CANNOT_CHECK = 2
-
+from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
 
 # Flags naming the install; left unset they take the shipped names (webhook.doctor.snapshot
 # Target), resolved in `run` so that building the parser imports nothing for other commands.
@@ -35,7 +32,8 @@ def register(subparsers: Any) -> None:
             "ready endpoints of the Service; a server-side dry-run the webhook must answer;\n"
             "the status writer's Lease; FeedbackStores with a missing or stale Validated\n"
             "condition.\n\n"
-            "Exit 0: all is well (warnings allowed); 1: something is wrong; 2: the cluster\n"
+            f"Exit {EXIT_OK}: all is well (warnings allowed); {EXIT_PROBLEMS}: something is wrong; "
+            f"{EXIT_UNUSABLE}: the cluster\n"
             "could not be examined. Needs read access to those objects and create on\n"
             "feedbackstores in the probe namespace (dry-run: nothing is stored): a cluster\n"
             "admin's kubeconfig."
@@ -108,12 +106,12 @@ def run(args: argparse.Namespace) -> int:
         api_client = connect(args.kubeconfig, args.context)
     except Exception as error:  # any configuration problem: say so, exit 2
         print(f"doctor: cannot load Kubernetes configuration: {error}", file=sys.stderr)
-        return EXIT_CANNOT_CHECK
+        return EXIT_UNUSABLE
     try:
         snapshot = fetch(api_client, target)
     except UnreachableError as error:
         print(f"doctor: cannot examine the cluster: {error}", file=sys.stderr)
-        return EXIT_CANNOT_CHECK
+        return EXIT_UNUSABLE
     finally:
         api_client.close()  # type: ignore[no-untyped-call]
     results = run_checks(snapshot, target, dt.datetime.now(dt.UTC))
@@ -121,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(orjson.dumps(as_json(results), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         sys.stdout.write(as_text(results))
-    return EXIT_OK if healthy(results) else EXIT_UNHEALTHY
+    return EXIT_OK if healthy(results) else EXIT_PROBLEMS
 
 
 def target_from(args: argparse.Namespace) -> Any:

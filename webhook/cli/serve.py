@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from webhook.cli import flags
+from webhook.cli.exit_codes import EXIT_UNUSABLE
 from webhook.server.config import ServerConfig
 
 DEV_CERTS_DIR = pathlib.Path("certs") / "dev"
@@ -160,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         _check_ports(args)
     except ValueError as error:
         print(f"feedbackstore-webhook serve: {error}", file=sys.stderr)
-        return 2
+        return EXIT_UNUSABLE
     config = ServerConfig(
         cert_file=cert_file,
         key_file=key_file,

@@ -13,15 +13,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
 from webhook.rules.manifest import ManifestVerdict, check_manifest, is_feedbackstore, list_items
 from webhook.rules.report import more_problems
 
 if TYPE_CHECKING:
     from webhook.cli.manifest_files import ReadError
-
-EXIT_VALID = 0
-EXIT_INVALID = 1
-EXIT_UNREADABLE = 2
 
 
 def register(subparsers: Any) -> None:
@@ -31,8 +28,9 @@ def register(subparsers: Any) -> None:
         description=(
             "Check every FeedbackStore in YAML/JSON files (multi-document files, directories "
             "recursively: *.yaml, *.yml, *.json; - reads stdin) with the same rules as the "
-            "admission webhook. Other kinds are skipped. Exit 0: all valid; 1: some invalid; "
-            "2: some input could not be read or parsed."
+            f"admission webhook. Other kinds are skipped. Exit {EXIT_OK}: all valid; "
+            f"{EXIT_PROBLEMS}: some invalid; {EXIT_UNUSABLE}: some input could not be read or "
+            "parsed."
         ),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or -")
@@ -101,8 +99,8 @@ class Report:
 
     def exit_code(self) -> int:
         if self.errors:
-            return EXIT_UNREADABLE
-        return EXIT_INVALID if self.invalid else EXIT_VALID
+            return EXIT_UNUSABLE
+        return EXIT_PROBLEMS if self.invalid else EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,7 +176,7 @@ def _print_json(report: Report) -> None:
     import orjson
 
     body = {
-        "valid": report.exit_code() == EXIT_VALID,
+        "valid": report.exit_code() == EXIT_OK,
         "checked": len(report.results),
         "invalid": report.invalid,
         "skipped": report.skipped,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
 
+from webhook.certs.reuse import issued_by
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Fetched, Unreadable
 
@@ -197,10 +197,10 @@ def chain_to(
     path = [leaf]
     current = leaf
     for _ in range(MAX_CHAIN):
-        root = next((ca for ca in roots if _issued(current, ca)), None)
+        root = next((ca for ca in roots if issued_by(current, ca)), None)
         if root is not None:
             return path if root == current else [*path, root]
-        parent = next((c for c in intermediates if c not in path and _issued(current, c)), None)
+        parent = next((c for c in intermediates if c not in path and issued_by(current, c)), None)
         if parent is None:
             return None
         path.append(parent)
@@ -236,14 +236,6 @@ def host_matches(name: str, host: str) -> bool:
         head, _, rest = host.partition(".")
         return bool(head) and rest == name[2:]
     return name == host
-
-
-def _issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
-    try:
-        cert.verify_directly_issued_by(issuer)
-    except (ValueError, TypeError, InvalidSignature):
-        return False
-    return True
 
 
 def _field(data: dict[str, Any], key: str) -> list[x509.Certificate]:

@@ -16,11 +16,10 @@ from types import FrameType
 from typing import Any
 
 from webhook.cli import flags
+from webhook.cli.exit_codes import EXIT_OK, EXIT_UNUSABLE
 from webhook.status.settings import WriterSettings
 
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-EXIT_OK = 0
-EXIT_CONFIG = 2
 
 
 def _default(name: str) -> Any:
@@ -139,13 +138,15 @@ def run(args: argparse.Namespace) -> int:
         api_client = _api_client(args.kubeconfig)
     except Exception as error:  # any config problem: say so, exit 2
         print(f"status-writer: cannot load Kubernetes configuration: {error}", file=sys.stderr)
-        return EXIT_CONFIG
-    if not 0 < settings.renew_deadline < settings.lease_duration:
+        return EXIT_UNUSABLE
+    try:
+        settings.election().check()
+    except ValueError:
         print(
             "status-writer: --renew-deadline-seconds must be below --lease-duration-seconds",
             file=sys.stderr,
         )
-        return EXIT_CONFIG
+        return EXIT_UNUSABLE
     return _serve(settings, api_client)
 
 
@@ -197,7 +198,7 @@ def _serve(settings: WriterSettings, api_client: Any) -> int:
             f"{error}",
             file=sys.stderr,
         )
-        return EXIT_CONFIG
+        return EXIT_UNUSABLE
     health.start()
     log.info("health endpoint listening", extra={"port": health.port})
     controller.start()

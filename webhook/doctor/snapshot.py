@@ -13,10 +13,9 @@ from typing import Any, Final
 from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
 from webhook.certs.kustomize import SECRET_NAME, WEBHOOK_CONFIGURATION
 from webhook.rules import api
+from webhook.status.settings import LEASE_NAME
 
 CRD_NAME: Final = f"{api.PLURAL}.{api.GROUP}"
-# The status writer's --lease-name default, which its Role names too.
-DEFAULT_LEASE: Final = "feedbackstore-status-writer"
 DEFAULT_PROBE_NAMESPACE: Final = "default"
 # Kubernetes' canonical label on every namespace, and where the cluster's own system lives.
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
@@ -42,7 +41,7 @@ class Target:
     webhook_configuration: str = WEBHOOK_CONFIGURATION
     service: str = DEFAULT_SERVICE
     secret: str = SECRET_NAME
-    lease: str = DEFAULT_LEASE
+    lease: str = LEASE_NAME
     probe_namespace: str = DEFAULT_PROBE_NAMESPACE
     store_namespace: str | None = None
 

@@ -176,10 +176,7 @@ class LeaseApi:
     def get(self) -> dict[str, Any] | None:
         try:
             response = self._api.get_namespaced_custom_object(
-                LEASE_GROUP,
-                LEASE_VERSION,
-                self.namespace,
-                LEASES,
+                *self._collection(),
                 self.name,
                 _preload_content=False,
                 _request_timeout=REQUEST_TIMEOUT,
@@ -192,44 +189,40 @@ class LeaseApi:
         return result
 
     def create(self, spec: dict[str, Any]) -> dict[str, Any]:
-        body = {
-            "apiVersion": f"{LEASE_GROUP}/{LEASE_VERSION}",
-            "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace},
-            "spec": spec,
-        }
-        response = self._api.create_namespaced_custom_object(
-            LEASE_GROUP,
-            LEASE_VERSION,
-            self.namespace,
-            LEASES,
-            body,
-            field_manager=FIELD_MANAGER,
-            _preload_content=False,
-            _request_timeout=REQUEST_TIMEOUT,
+        return self._write(
+            self._api.create_namespaced_custom_object, *self._collection(), self._body(spec)
         )
-        result: dict[str, Any] = _read_json(response)
-        return result
 
     def replace(self, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Replace the Lease only if it is still at `resource_version` (else 409)."""
-        body = {
+        return self._write(
+            self._api.replace_namespaced_custom_object,
+            *self._collection(),
+            self.name,
+            self._body(spec, resource_version),
+        )
+
+    def _collection(self) -> tuple[str, str, str, str]:
+        """Group, version, namespace and plural: where every call finds the Lease."""
+        return LEASE_GROUP, LEASE_VERSION, self.namespace, LEASES
+
+    def _body(self, spec: dict[str, Any], resource_version: str | None = None) -> dict[str, Any]:
+        """The whole Lease, ours by name; with `resource_version`, valid only at that version."""
+        metadata = {"name": self.name, "namespace": self.namespace}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
+        return {
             "apiVersion": f"{LEASE_GROUP}/{LEASE_VERSION}",
             "kind": "Lease",
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "resourceVersion": resource_version,
-            },
+            "metadata": metadata,
             "spec": spec,
         }
-        response = self._api.replace_namespaced_custom_object(
-            LEASE_GROUP,
-            LEASE_VERSION,
-            self.namespace,
-            LEASES,
-            self.name,
-            body,
+
+    @staticmethod
+    def _write(call: Callable[..., object], *args: object) -> dict[str, Any]:
+        """A create or replace as our field manager; the Lease the server stored."""
+        response = call(
+            *args,
             field_manager=FIELD_MANAGER,
             _preload_content=False,
             _request_timeout=REQUEST_TIMEOUT,

@@ -116,8 +116,7 @@ class LeaderElector:
         on_started_leading: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not 0 < settings.renew_deadline < settings.lease_duration:
-            raise ValueError("renew deadline must be positive and shorter than the lease")
+        settings.check()
         self._api = api
         self._settings = settings
         self._metrics = metrics

@@ -6,9 +6,31 @@ one process, as the tests run them, never share or clash over a counter.
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from collections.abc import Sequence
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from webhook.observability.metrics import Families
+
+# The label values of the counters that name theirs in their help.
+WATCH_RESTART_REASONS: Final = ("closed", "gone", "error")
+RECONCILE_OUTCOMES: Final = ("up_to_date", "written", "gone", "standby", "retry")
+WRITE_RESULTS: Final = ("ok", "not_found", "conflict", "error")
+
+
+def _counter_by(
+    name: str, what: str, label: str, values: Sequence[str], registry: CollectorRegistry
+) -> Counter:
+    """A counter with one label, its help `<what>, by <label> (a, b, c)` listing `values`.
+
+    Every value exists from the start, so a rate() over a counter that has never moved
+    reads 0 rather than "no data".
+    """
+    counter = Counter(name, f"{what}, by {label} ({', '.join(values)})", [label], registry=registry)
+    for value in values:
+        counter.labels(value)
+    return counter
 
 
 class WriterMetrics(Families):
@@ -32,23 +54,22 @@ class WriterMetrics(Families):
         self.lists = Counter(
             "feedbackstore_status_lists", "Full lists of FeedbackStores", registry=r
         )
-        self.watch_restarts = Counter(
+        self.watch_restarts = _counter_by(
             "feedbackstore_status_watch_restarts",
-            "Watch streams restarted, by reason (closed, gone, error)",
-            ["reason"],
-            registry=r,
+            "Watch streams restarted",
+            "reason",
+            WATCH_RESTART_REASONS,
+            r,
         )
-        self.reconciles = Counter(
+        self.reconciles = _counter_by(
             "feedbackstore_status_reconciles",
-            "Objects reconciled, by outcome (up_to_date, written, gone, standby, retry)",
-            ["outcome"],
-            registry=r,
+            "Objects reconciled",
+            "outcome",
+            RECONCILE_OUTCOMES,
+            r,
         )
-        self.writes = Counter(
-            "feedbackstore_status_writes",
-            "Status apply requests, by result (ok, not_found, conflict, error)",
-            ["result"],
-            registry=r,
+        self.writes = _counter_by(
+            "feedbackstore_status_writes", "Status apply requests", "result", WRITE_RESULTS, r
         )
         self.conflicts = Counter(
             "feedbackstore_status_conflicts", "409 Conflict answers to status writes", registry=r
@@ -74,12 +95,3 @@ class WriterMetrics(Families):
             registry=r,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
         )
-
-        # Every label value exists from the start, so a rate() over a counter that has
-        # never moved reads 0 rather than "no data".
-        for reason in ("closed", "gone", "error"):
-            self.watch_restarts.labels(reason)
-        for outcome in ("up_to_date", "written", "gone", "standby", "retry"):
-            self.reconciles.labels(outcome)
-        for result in ("ok", "not_found", "conflict", "error"):
-            self.writes.labels(result)

@@ -20,6 +20,8 @@ from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS
 
 # Objects per list request: client-go's pager `defaultPageSize`.
 PAGE_SIZE: Final = 500
+# The Lease replicas elect a writer through, unless told otherwise; the shipped Role names it.
+LEASE_NAME: Final = "feedbackstore-status-writer"
 
 
 def holder_identity(environ: dict[str, str] | None = None) -> str:
@@ -35,6 +37,15 @@ class ElectionSettings:
     lease_duration: int = 15
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+
+    def check(self) -> None:
+        """Raise ValueError unless 0 < renew_deadline < lease_duration.
+
+        A leader must stop writing before its Lease can expire and another replica
+        take over, or two would write at once.
+        """
+        if not 0 < self.renew_deadline < self.lease_duration:
+            raise ValueError("renew deadline must be positive and shorter than the lease")
 
 
 @dataclass(slots=True)
@@ -59,7 +70,7 @@ class WriterSettings:
     agent_recheck_seconds: float = 30.0
     namespace: str | None = None
     lease_namespace: str = "default"
-    lease_name: str = "feedbackstore-status-writer"
+    lease_name: str = LEASE_NAME
     identity: str = field(default_factory=holder_identity)
     resync_seconds: float = 300.0
     workers: int = 4

@@ -79,6 +79,10 @@ def make_certificates(out: pathlib.Path) -> dict[str, tuple[pathlib.Path, pathli
     return pairs
 
 
+# Where `--baseline REV` was checked out (a git worktree in the run's temporary directory).
+baseline_tree: pathlib.Path | None = None
+
+
 def server_command(
     kind: str, pair: tuple[pathlib.Path, pathlib.Path], port: int, *, workers: int, close: bool
 ) -> list[str]:
@@ -88,9 +92,15 @@ def server_command(
         # The real server issues no session tickets; neither does the floor when
         # new connections are measured, so both pay full handshakes.
         return command + ["--fast"] * (kind == "fast floor") + ["--no-resume"] * close
-    script = pathlib.Path(sys.executable).parent / "feedbackstore-webhook"
+    if kind == "baseline":
+        # The same interpreter and dependencies, the code of the `--baseline` checkout
+        # (-P: the working directory, this checkout, must not come first on sys.path).
+        script = ["env", f"PYTHONPATH={baseline_tree}", sys.executable, "-P", "-c",
+                  "import sys; from webhook.cli.main import main; sys.exit(main())"]  # fmt: skip
+    else:
+        script = [str(pathlib.Path(sys.executable).parent / "feedbackstore-webhook")]
     return [
-        str(script), "serve", "--tls-cert-file", str(cert), "--tls-private-key-file", str(key),
+        *script, "serve", "--tls-cert-file", str(cert), "--tls-private-key-file", str(key),
         "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
     ]  # fmt: skip
 
@@ -213,17 +223,19 @@ def scenario(args: argparse.Namespace, wrk: str, servers: list[Server],
     return best
 
 
-def report(name: str, base_name: str, base: Result, ours: Result) -> dict[str, object]:
+def report(name: str, base_name: str, base: Result, ours: Result,
+           label: str = "ours") -> dict[str, object]:  # fmt: skip
     """One line: both figures, ours as a ratio of the base by req/s and by CPU per request."""
     ratio = ours.rps / base.rps
     cpu_ratio = base.cpu_us / ours.cpu_us
     print(f"{name:<26} {base_name:>10} {base.rps:6.0f} req/s p99 {base.p99_ms:6.2f} ms "
-          f"cpu {base.cpu_us:5.0f} us | ours {ours.rps:6.0f} req/s p99 {ours.p99_ms:6.2f} ms "
+          f"cpu {base.cpu_us:5.0f} us | {label} {ours.rps:6.0f} req/s p99 {ours.p99_ms:6.2f} ms "
           f"cpu {ours.cpu_us:5.0f} us rss {ours.rss_mib:5.1f} MiB | ratio {ratio:6.1%} "
           f"cpu ratio {cpu_ratio:6.1%} | errors {base.errors}/{ours.errors}",
           flush=True)  # fmt: skip
     return {"scenario": name, "base": base_name, "base_result": base.__dict__,
-            "ours": ours.__dict__, "ratio": ratio, "cpu_ratio": cpu_ratio}  # fmt: skip
+            "ours": ours.__dict__, "label": label, "ratio": ratio,
+            "cpu_ratio": cpu_ratio}  # fmt: skip
 
 
 def main() -> None:
@@ -238,6 +250,12 @@ def main() -> None:
         action="store_true",
         help="only the three keep-alive scenarios (no new connections, no workers)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also serve this git revision's code (a worktree, same virtualenv) beside ours, "
+        "instead of the fast floor, and report ours against it: an A/B in one run",
+    )
     args = parser.parse_args()
     wrk = ensure_wrk()
     with tempfile.TemporaryDirectory(prefix="admission-bench-") as work:
@@ -251,12 +269,21 @@ def main() -> None:
               f"load average before: {load_average()}", flush=True)  # fmt: skip
         results = []
         floors = [Server("floor", "floor"), Server("fast floor", "fast floor")]
+        if args.baseline:
+            global baseline_tree  # read by server_command
+            baseline_tree = args.work / "baseline"
+            subprocess.run(["git", "worktree", "add", "--detach", "-q", str(baseline_tree),
+                            args.baseline], check=True)  # fmt: skip
+            floors[1] = Server("baseline", "baseline")
         ours = Server("ours", "ours")
         for payload in ("small-valid", "small-invalid", "maximal"):
             got = scenario(args, wrk, [*floors, ours], pairs["ecdsa"], body[payload])
             for floor in floors:
                 results.append(report(f"keep-alive {payload}", floor.label, got[floor.label],
                                       got["ours"]))  # fmt: skip
+            if args.baseline:
+                results.append(report(f"keep-alive {payload}", "floor", got["floor"],
+                                      got["baseline"], label="baseline"))  # fmt: skip
         for key in () if args.keep_alive_only else ("ecdsa", "rsa"):
             got = scenario(args, wrk, [floors[0], ours], pairs[key], body["small-valid"],
                            close=True)  # fmt: skip
@@ -273,6 +300,8 @@ def main() -> None:
     )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    if baseline_tree is not None:  # its directory went with the temporary one
+        subprocess.run(["git", "worktree", "prune"], check=False)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import logging
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -202,3 +203,51 @@ async def test_at_warning_level_denials_are_not_logged_but_bad_requests_are(
     assert await asyncio.to_thread(server.wait, 30) == 0
     assert denial_lines(server) == []
     assert [e["reason"] for e in server.logs if e.get("msg") == "bad request"] == ["not_json"]
+
+
+class WriteRecorder(io.StringIO):
+    """A stream that remembers each write, as each would be one write(2) to a pipe."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append(text)
+        return super().write(text)
+
+
+def test_a_burst_is_written_in_few_writes_of_whole_lines_each_within_pipe_buf() -> None:
+    import select
+
+    stream = WriteRecorder()
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, logging.logThreads, logging.logMultiprocessing)
+    try:
+        logs.configure("info", stream)
+        log = logs.logger("admission")
+        for n in range(200):
+            log.info("denied", extra={"fields": {**FIELDS, "n": n, "user": "é" * (n % 7)}})
+        log.info("huge", extra={"fields": {"pad": "x" * (2 * select.PIPE_BUF)}})
+        logs.stop()
+    finally:
+        root.handlers[:], level, logging.logThreads, logging.logMultiprocessing = saved
+        root.setLevel(level)
+    lines = stream.getvalue().splitlines()
+    assert [orjson.loads(line).get("n") for line in lines[:200]] == list(range(200))
+    assert orjson.loads(lines[200])["msg"] == "huge"
+    assert len(stream.writes) < 200 / 5  # batched, not a write per line
+    for chunk in stream.writes:
+        assert chunk.endswith("\n")  # whole lines only
+        if chunk.count("\n") > 1:
+            assert len(chunk.encode()) <= select.PIPE_BUF
+    assert stream.writes[-1].count("\n") == 1  # the long line alone
+
+
+def test_lines_are_written_without_waiting_for_a_stop(configured: io.StringIO) -> None:
+    logs.configure("info", configured)
+    logs.logger("admission").info("denied", extra={"fields": FIELDS})
+    deadline = time.monotonic() + 2
+    while "denied" not in configured.getvalue():
+        assert time.monotonic() < deadline, "the line was not written within 2 s"
+        time.sleep(0.01)

@@ -33,6 +33,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 SERVER_CPU, LOAD_CPU = "0", "1"
 # `--workers` runs share both CPUs between the servers and wrk.
 BOTH_CPUS = "0,1"
+PAYLOADS = ("small-valid", "small-invalid", "maximal")
 
 
 @dataclass(frozen=True)
@@ -198,8 +199,9 @@ def scenario(args: argparse.Namespace, wrk: str, servers: list[Server],
              close: bool = False, pinned: bool = True) -> dict[str, Result]:  # fmt: skip
     """Start every server, then load them in turn for `--rounds` rounds; each one's best round.
 
-    Alternating rounds and keeping the best spreads bursts of other work on the
-    machine over all servers instead of letting one of them take the whole hit.
+    Alternating rounds (in a rotating order) and keeping the best spreads bursts
+    of other work on the machine over all servers instead of letting one of them
+    take the whole hit.
     Memory is read after the last round; errors are summed over all rounds.
     """
     server_cpus, load_cpus = (SERVER_CPU, LOAD_CPU) if pinned else (BOTH_CPUS, BOTH_CPUS)
@@ -212,8 +214,10 @@ def scenario(args: argparse.Namespace, wrk: str, servers: list[Server],
             log = args.work / f"{server.label.replace(' ', '-')}.log"
             pid = stack.enter_context(running(command, server_cpus, port, log))
             started.append((server, port, pid))
-        for _ in range(args.rounds):
-            for server, port, pid in started:
+        for round_ in range(args.rounds):
+            # Each round starts with the next server, so none is always measured first.
+            shift = round_ % len(started)
+            for server, port, pid in started[shift:] + started[:shift]:
                 result = measure_round(args, wrk, port, pid, body, close, load_cpus)
                 previous = best.get(server.label)
                 errors = result.errors + (previous.errors if previous else 0)
@@ -251,6 +255,12 @@ def main() -> None:
         help="only the three keep-alive scenarios (no new connections, no workers)",
     )
     parser.add_argument(
+        "--payload",
+        action="append",
+        choices=PAYLOADS,
+        help="only this keep-alive payload (repeatable; default: all three)",
+    )
+    parser.add_argument(
         "--baseline",
         metavar="REV",
         help="also serve this git revision's code (a worktree, same virtualenv) beside ours, "
@@ -276,7 +286,7 @@ def main() -> None:
                             args.baseline], check=True)  # fmt: skip
             floors[1] = Server("baseline", "baseline")
         ours = Server("ours", "ours")
-        for payload in ("small-valid", "small-invalid", "maximal"):
+        for payload in args.payload or PAYLOADS:
             got = scenario(args, wrk, [*floors, ours], pairs["ecdsa"], body[payload])
             for floor in floors:
                 results.append(report(f"keep-alive {payload}", floor.label, got[floor.label],

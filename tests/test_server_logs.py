@@ -251,3 +251,27 @@ def test_lines_are_written_without_waiting_for_a_stop(configured: io.StringIO) -
     while "denied" not in configured.getvalue():
         assert time.monotonic() < deadline, "the line was not written within 2 s"
         time.sleep(0.01)
+
+
+def test_a_per_request_line_is_the_line_log_info_would_write(configured: io.StringIO) -> None:
+    logs.configure("info", configured)
+    log = logs.logger("admission")
+    log.info("denied", extra={"fields": FIELDS})
+    logs.log_fields(log, logging.INFO, "denied", FIELDS)
+    logs.log_fields(log, logging.DEBUG, "not at info", FIELDS)
+    by_info, by_log_fields = written(configured)
+    assert by_info.pop("time")[:16] == by_log_fields.pop("time")[:16]
+    assert by_info == by_log_fields
+
+
+def test_a_per_request_line_goes_through_the_logger_s_filters(configured: io.StringIO) -> None:
+    logs.configure("info", configured)
+    log = logs.logger("admission")
+    dropping = logging.Filter("somewhere.else")
+    log.addFilter(dropping)
+    try:
+        logs.log_fields(log, logging.WARNING, "filtered out", FIELDS)
+    finally:
+        log.removeFilter(dropping)
+    logs.log_fields(log, logging.WARNING, "kept", FIELDS)
+    assert [entry["msg"] for entry in written(configured)] == ["kept"]

@@ -9,6 +9,7 @@ a JSON Status naming the problem; the server never answers 5xx for it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Final
 
 import orjson
@@ -26,7 +27,7 @@ from webhook.admission import (
     review_answer,
     subject_name,
 )
-from webhook.observability.logs import logger
+from webhook.observability.logs import log_fields, logger
 from webhook.server.metrics import WebhookMetrics
 from webhook.server.refusal import refusal
 
@@ -156,9 +157,9 @@ def _record(request: AdmissionRequest, decision: Decision) -> None:
     if verdict is not None:
         fields["problems"] = verdict.problem_count
     if not decision.allowed:
-        _log.info("denied", extra={"fields": fields})
+        log_fields(_log, logging.INFO, "denied", fields)
     elif decision.why in _EXEMPT:
         if verdict is not None and not verdict.valid:
-            _log.info("allowed despite an invalid spec", extra={"fields": fields})
+            log_fields(_log, logging.INFO, "allowed despite an invalid spec", fields)
     elif decision.why in _NOTEWORTHY:
-        _log.warning("allowed without checking", extra={"fields": fields})
+        log_fields(_log, logging.WARNING, "allowed without checking", fields)

@@ -19,8 +19,9 @@ an auditor can grep for.
 Every constant dict is built once; an answer copies one and adds the problem
 count, the only part that varies. Measured with timeit on this shared 2-core
 machine: ~0.2 µs for a valid CREATE, ~1 µs for a denial (most of it the
-count's `str`), against ~100 µs of CPU per request on the webhook port
-(bench/README.md, "Admission webhook"); not yet re-run through bench/admission.
+count's `str`), against ~100 µs of CPU per request on the webhook port; in
+the pinned server under a stream of denials, 0.5 % of the event loop's samples
+(py-spy, bench/README.md, "Issue 9, second pass").
 """
 
 from __future__ import annotations

@@ -441,3 +441,12 @@ def test_a_hostile_object_costs_counting_not_memory() -> None:
     assert len(verdict.problems) == api.MAX_RECORDED_PROBLEMS
     # one TooMany plus a missing name per item
     assert verdict.problem_count == 1 + 50_000
+
+
+def test_a_hostile_object_full_of_warnings_keeps_only_the_first_ones() -> None:
+    names = [{"name": f" s{i}", "dataType": "CATEGORICAL"} for i in range(50_000)]
+    verdict = validate_spec({"human": {"scores": names}})
+    assert len(verdict.warnings) == api.MAX_RECORDED_WARNINGS
+    assert verdict.warnings[0].field == "spec.human.scores[0].name"
+    assert verdict.warnings[1].field == "spec.human.scores[0]"  # then: no categories
+    assert verdict.problem_count == 1  # too many scores; the rest only warns

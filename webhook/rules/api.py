@@ -45,3 +45,6 @@ REASON_INVALID: Final = "InvalidSpec"
 # How many problems one verdict keeps in full; the rest are only counted, so a
 # hostile object with a million bad items costs counting, not memory.
 MAX_RECORDED_PROBLEMS: Final = 1000
+# Warnings are advisory: past this many they are dropped, not counted. A spec
+# within the limits above draws at most ~200 (two per score and channel).
+MAX_RECORDED_WARNINGS: Final = 1000

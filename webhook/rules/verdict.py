@@ -11,8 +11,9 @@ Each check is a generator: it yields what it finds, in the order a reader
 meets it in the object, and returns what its caller needs next (a score's
 name, how many scores a source declares, or None when that is unknown because
 the part had the wrong type). `_verdict` keeps the first MAX_RECORDED_PROBLEMS
-problems and counts the rest, so a hostile object with millions of bad items
-costs counting, not memory.
+problems and counts the rest, and keeps the first MAX_RECORDED_WARNINGS
+warnings, so a hostile object with millions of bad items costs counting, not
+memory.
 """
 
 from __future__ import annotations
@@ -84,7 +85,8 @@ def _verdict(findings: Iterable[Finding]) -> Verdict:
     omitted = 0
     for finding in findings:
         if isinstance(finding, FieldWarning):
-            warnings.append(finding)
+            if len(warnings) < api.MAX_RECORDED_WARNINGS:
+                warnings.append(finding)
         elif len(problems) < api.MAX_RECORDED_PROBLEMS:
             problems.append(finding)
         else:

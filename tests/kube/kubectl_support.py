@@ -12,7 +12,10 @@
   from the run instead, like a snapshot update).
 - `reviews_answered()` reads the webhook's own counter, to tell whether
   kube-apiserver called it at all; `slow_webhook()` is a TLS endpoint that
-  answers too late.
+  answers too late, `registered_but_down()` a registered webhook that was killed.
+- The fixtures both kubectl modules use (`server`, `user`, `webhook`), imported by
+  their function names; and the situations both modules put to kubectl (every way
+  of creating or updating, `kubectl edit`), each module with its own expected text.
 """
 
 from __future__ import annotations
@@ -37,7 +40,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.kube.cluster import REPO, WebhookServer, registered, registration, serving_files
+from tests.kube.cluster import (
+    REPO,
+    WebhookServer,
+    new_namespace,
+    registered,
+    registration,
+    serving_files,
+    webhook_server,
+)
 from tests.kube.controlplane import ControlPlane
 
 README = REPO / "README.md"
@@ -78,6 +89,32 @@ CHANNEL = "examples/invalid/duplicate-channel.yaml"
 ENUMS = "examples/invalid/wrong-case-enum.yaml"
 TYPO = "examples/invalid/typo-no-source.yaml"
 MINIMAL = "examples/minimal.yaml"
+
+# The webhook's warning for a Monitor-mode store.
+MONITOR_WARNING = (
+    "Warning: spec.mode: Monitor accepts undeclared score names (counted, not rejected); "
+    "use only to migrate\n"
+)
+ADD_THUMBS = '[{"op":"add","path":"/spec/human/scores/-","value":{"name":"thumbs"}}]'
+
+# Every way of creating the ACROSS example (each a `command` parameter).
+CREATE_ACROSS = [
+    f"kubectl create -f {ACROSS}",
+    f"kubectl apply -f {ACROSS}",
+    f"kubectl apply --server-side -f {ACROSS}",
+    f"kubectl apply --dry-run=server -f {ACROSS}",
+    f"kubectl create --dry-run=server -f {ACROSS}",
+]
+# Every way of updating the stored MINIMAL to a second `thumbs` score
+# (`command`, `add_thumbs_to_stdin` parameters; see `stored_minimal`).
+UPDATE_THUMBS_TWICE = [
+    pytest.param("kubectl replace -f -", True, id="replace"),
+    pytest.param(f"kubectl patch fs support-feedback --type=json -p '{ADD_THUMBS}'", False,
+                 id="json patch"),
+    pytest.param("kubectl patch fs support-feedback --type=merge -p "
+                 """'{"spec":{"human":{"scores":[{"name":"thumbs"},{"name":"thumbs"}]}}}'""", False,
+                 id="merge patch"),
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -218,6 +255,34 @@ class User:
         return text
 
 
+def stored_minimal(user: User, add_thumbs_to_stdin: bool) -> dict[str, Any] | None:
+    """Apply MINIMAL; the stdin of an UPDATE_THUMBS_TWICE command (MINIMAL with a second
+    `thumbs` score, or None when the command needs none)."""
+    user.run(f"kubectl apply -f {MINIMAL}")
+    stdin = None
+    if add_thumbs_to_stdin:
+        stdin = user.document(MINIMAL)
+        stdin["spec"]["human"]["scores"].append({"name": "thumbs"})
+    return stdin
+
+
+def edit_is_reopened_then_cancelled(user: User, monkeypatch: pytest.MonkeyPatch,
+                                    errors: str) -> None:  # fmt: skip
+    """`kubectl edit` of the stored MINIMAL to `thumbs` twice: the buffer is reopened with
+    `errors` (the `# * …` comment lines) and, saved unchanged, the edit is cancelled."""
+    user.run(f"kubectl apply -f {MINIMAL}")
+    twice = {"mode": "Enforce", "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
+    step, (first, second) = user.edit("fs support-feedback", twice, monkeypatch)
+    assert step.printed == failed(EDIT_CANCELLED), "saved unchanged after the errors: cancelled"
+    assert first.startswith(EDIT_HEADER + "apiVersion: ")
+    assert second.startswith(
+        EDIT_HEADER
+        + '# feedbackstores.agents.ctxmesh.ai "support-feedback" was not valid:\n'
+        + errors
+        + "#\napiVersion: "
+    )
+
+
 def register(plane: ControlPlane, url: str, ca: bytes, namespace: str, *, wait: bool = True,
              **overrides: Any) -> contextlib.AbstractContextManager[dict[str, Any]]:  # fmt: skip
     """The shipped registration pointed at `url` (entry fields `overrides`), for a `with`."""
@@ -235,6 +300,17 @@ def reviews_answered(server: WebhookServer) -> float:
         r"^feedbackstore_webhook_admission_requests_total\{[^}]*\} (\S+)$", text, re.M
     )
     return sum(float(value) for value in samples)
+
+
+@contextlib.contextmanager
+def registered_but_down(plane: ControlPlane, user: User, directory: pathlib.Path) -> Iterator[None]:
+    """A webhook registered for `user`'s namespace (live), then killed: kube-apiserver's
+    calls to it are refused. Its port is shown as SHOWN_PORT."""
+    with webhook_server(directory) as down:
+        user.ports.append(down.port)
+        with register(plane, down.url, down.ca_pem, user.namespace):
+            down.process.kill()
+            yield
 
 
 @contextlib.contextmanager
@@ -269,6 +345,29 @@ def slow_webhook(directory: pathlib.Path, delay: float) -> Iterator[tuple[str, b
     finally:
         server.shutdown()
         server.server_close()
+
+
+# -- fixtures, imported by their function names into the kubectl modules -------------
+
+
+@pytest.fixture(scope="module", name="server")
+def _server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookServer]:
+    with webhook_server(tmp_path_factory.mktemp("webhook")) as server:
+        yield server
+
+
+@pytest.fixture(name="user")
+def _user(control_plane: ControlPlane, tmp_path: pathlib.Path) -> User:
+    return User(control_plane, new_namespace(control_plane), tmp_path / "user")
+
+
+@pytest.fixture(name="webhook")
+def _webhook(control_plane: ControlPlane, server: WebhookServer, user: User) -> Iterator[None]:
+    with register(control_plane, server.url, server.ca_pem, user.namespace):
+        yield
+
+
+# -- the README ------------------------------------------------------------------------
 
 
 def readme_section() -> str:

@@ -13,7 +13,6 @@ import json
 import pathlib
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
 from kubernetes import client as k8s
@@ -26,32 +25,38 @@ from tests.kube.cluster import (
     api_client,
     eventually,
     install_crd,
-    new_namespace,
     platform_today_crd,
-    webhook_server,
 )
 from tests.kube.controlplane import ControlPlane
-from tests.kube.kubectl_support import (
+from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     ACROSS,
+    ADD_THUMBS,
     BLOCKS,
     CHANNEL,
-    EDIT_CANCELLED,
-    EDIT_HEADER,
+    CREATE_ACROSS,
     ENUMS,
     MINIMAL,
+    MONITOR_WARNING,
     TODAY,
     TODAY_FAILING,
     TODAY_LEGACY,
     TYPO,
     UNKNOWN_FIELDS,
+    UPDATE_THUMBS_TWICE,
     User,
+    _server,
+    _user,
+    _webhook,
     console,
+    edit_is_reopened_then_cancelled,
     failed,
     matches_readme,
     readme_blocks,
     register,
+    registered_but_down,
     reviews_answered,
     slow_webhook,
+    stored_minimal,
     succeeded,
     webhook_call_failed,
 )
@@ -83,10 +88,6 @@ NO_SOURCE_DENIED = (
     'The FeedbackStore "typo-no-source" is invalid: spec: Required value: '
     "feedback must declare at least one source: human.scores or an external channel\n"
 )
-MONITOR_WARNING = (
-    "Warning: spec.mode: Monitor accepts undeclared score names (counted, not rejected); "
-    "use only to migrate\n"
-)
 STRICT_DECODING = (
     f'Error from server (BadRequest): error when creating "{TYPO}": FeedbackStore in version '
     '"v1beta1" cannot be handled as a FeedbackStore: strict decoding error: unknown field '
@@ -96,31 +97,18 @@ NOT_IN_SCHEMA = (
     "Error from server: failed to create typed patch object (agents/typo-no-source; "
     "agents.ctxmesh.ai/v1beta1, Kind=FeedbackStore): .spec.humans: field not declared in schema\n"
 )
-ADD_THUMBS = '[{"op":"add","path":"/spec/human/scores/-","value":{"name":"thumbs"}}]'
 SET_MODE = """kubectl patch fs support-feedback --type=merge -p '{"spec":{"mode":"%s"}}'"""
 PATCHED = "feedbackstore.agents.ctxmesh.ai/support-feedback patched\n"
+# The webhook's denial of thumbs twice, as `kubectl edit` shows it in the reopened buffer.
+EDIT_THUMBS_DENIED = (
+    '# * spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique'
+    " (first declared at spec.human.scores[0].name)\n"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _platform_today_crd(control_plane: ControlPlane) -> None:
     install_crd(control_plane, platform_today_crd())
-
-
-@pytest.fixture(scope="module", name="server")
-def _server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookServer]:
-    with webhook_server(tmp_path_factory.mktemp("webhook")) as server:
-        yield server
-
-
-@pytest.fixture(name="user")
-def _user(control_plane: ControlPlane, tmp_path: pathlib.Path) -> User:
-    return User(control_plane, new_namespace(control_plane), tmp_path / "user")
-
-
-@pytest.fixture(name="webhook")
-def _webhook(control_plane: ControlPlane, server: WebhookServer, user: User) -> Iterator[None]:
-    with register(control_plane, server.url, server.ca_pem, user.namespace):
-        yield
 
 
 # -- the webhook's denials and warnings reach the user ----------------------------
@@ -201,16 +189,7 @@ def test_several_schema_errors_come_in_no_fixed_order(user: User, server: Webhoo
 
 
 @pytest.mark.usefixtures("webhook")
-@pytest.mark.parametrize(
-    "command",
-    [
-        f"kubectl create -f {ACROSS}",
-        f"kubectl apply -f {ACROSS}",
-        f"kubectl apply --server-side -f {ACROSS}",
-        f"kubectl apply --dry-run=server -f {ACROSS}",
-        f"kubectl create --dry-run=server -f {ACROSS}",
-    ],
-)
+@pytest.mark.parametrize("command", CREATE_ACROSS)
 def test_every_way_of_creating_prints_the_webhooks_denial(
     user: User, server: WebhookServer, command: str
 ) -> None:
@@ -237,38 +216,15 @@ def test_a_generate_name_create_reaches_the_webhook_with_the_generated_name(user
 def test_kubectl_edit_reopens_the_buffer_with_one_comment_line_per_field(
     user: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    user.run(f"kubectl apply -f {MINIMAL}")
-    twice = {"mode": "Enforce", "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
-    step, (first, second) = user.edit("fs support-feedback", twice, monkeypatch)
-    assert step.printed == failed(EDIT_CANCELLED), "saved unchanged after the errors: cancelled"
-    assert first.startswith(EDIT_HEADER + "apiVersion: ")
-    assert second.startswith(
-        EDIT_HEADER + '# feedbackstores.agents.ctxmesh.ai "support-feedback" was not valid:\n'
-        '# * spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique'
-        " (first declared at spec.human.scores[0].name)\n"
-        "#\napiVersion: "
-    )
+    edit_is_reopened_then_cancelled(user, monkeypatch, EDIT_THUMBS_DENIED)
 
 
 @pytest.mark.usefixtures("webhook")
-@pytest.mark.parametrize(
-    ("command", "add_thumbs_to_stdin"),
-    [
-        ("kubectl replace -f -", True),
-        (f"kubectl patch fs support-feedback --type=json -p '{ADD_THUMBS}'", False),
-        ("kubectl patch fs support-feedback --type=merge -p "
-         """'{"spec":{"human":{"scores":[{"name":"thumbs"},{"name":"thumbs"}]}}}'""", False),
-    ],
-    ids=["replace", "json patch", "merge patch"],
-)  # fmt: skip
+@pytest.mark.parametrize(("command", "add_thumbs_to_stdin"), UPDATE_THUMBS_TWICE)
 def test_every_way_of_updating_prints_the_webhooks_denial(
     user: User, command: str, add_thumbs_to_stdin: bool
 ) -> None:
-    user.run(f"kubectl apply -f {MINIMAL}")
-    stdin = None
-    if add_thumbs_to_stdin:
-        stdin = user.document(MINIMAL)
-        stdin["spec"]["human"]["scores"].append({"name": "thumbs"})
+    stdin = stored_minimal(user, add_thumbs_to_stdin)
     assert user.run(command, stdin).printed == failed(THUMBS_DENIED)
     stored = user.run("kubectl get fs support-feedback -o jsonpath={.spec.human.scores[*].name}")
     assert stored.stdout == "thumbs", "the stored spec is unchanged"
@@ -375,11 +331,8 @@ def test_without_the_webhook_a_dropped_typo_is_stored_as_a_store_with_no_source(
 def test_a_webhook_that_is_down_or_too_slow_blocks_writes_under_fail(
     control_plane: ControlPlane, user: User, tmp_path: pathlib.Path
 ) -> None:
-    with webhook_server(tmp_path / "down") as down:
-        user.ports.append(down.port)
-        with register(control_plane, down.url, down.ca_pem, user.namespace):
-            down.process.kill()
-            refused = user.run(f"kubectl apply -f {MINIMAL}")
+    with registered_but_down(control_plane, user, tmp_path / "down"):
+        refused = user.run(f"kubectl apply -f {MINIMAL}")
     assert refused.printed == failed(
         webhook_call_failed(MINIMAL, 5, "dial tcp 127.0.0.1:8443: connect: connection refused")
     )

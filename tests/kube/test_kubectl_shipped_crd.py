@@ -11,34 +11,34 @@ kubectl v1.37 printed against kube-apiserver v1.37.2 (namespace shown as
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterator
 
 import pytest
 
-from tests.kube.cluster import (
-    WebhookServer,
-    install_crd,
-    new_namespace,
-    platform_today_crd,
-    shipped_crd,
-    webhook_server,
-)
+from tests.kube.cluster import WebhookServer, install_crd, platform_today_crd, shipped_crd
 from tests.kube.controlplane import ControlPlane
-from tests.kube.kubectl_support import (
+from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     ACROSS,
+    ADD_THUMBS,
     CHANNEL,
-    EDIT_CANCELLED,
-    EDIT_HEADER,
+    CREATE_ACROSS,
     ENUMS,
     MINIMAL,
+    MONITOR_WARNING,
     SHIPPED,
     TYPO,
+    UPDATE_THUMBS_TWICE,
     User,
+    _server,
+    _user,
+    _webhook,
     console,
+    edit_is_reopened_then_cancelled,
     failed,
     matches_readme,
     register,
+    registered_but_down,
     reviews_answered,
+    stored_minimal,
     succeeded,
     webhook_call_failed,
 )
@@ -68,36 +68,19 @@ THUMBS_REFUSED = (
     'human score names must be unique: "thumbs" is declared at spec.human.scores[0].name and '
     "again at spec.human.scores[1].name\n"
 )
-# The webhook's, for the same store (it answers what the CRD lets through).
-MONITOR_WARNING = (
-    "Warning: spec.mode: Monitor accepts undeclared score names (counted, not rejected); "
-    "use only to migrate\n"
-)
-ADD_THUMBS = '[{"op":"add","path":"/spec/human/scores/-","value":{"name":"thumbs"}}]'
+# The webhook's MONITOR_WARNING is shown for the same store (it answers what the CRD lets through).
 SET_MONITOR = """kubectl patch fs support-feedback --type=merge -p '{"spec":{"mode":"Monitor"}}'"""
 CREATED = "feedbackstore.agents.ctxmesh.ai/support-feedback created\n"
+# The CRD's CEL message for thumbs twice, as `kubectl edit` shows it in the reopened buffer.
+EDIT_THUMBS_REFUSED = (
+    '# * spec.human.scores: Invalid value: human score names must be unique: "thumbs" is'
+    " declared at spec.human.scores[0].name and again at spec.human.scores[1].name\n"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _shipped_crd(control_plane: ControlPlane) -> None:
     install_crd(control_plane, shipped_crd())
-
-
-@pytest.fixture(scope="module", name="server")
-def _server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookServer]:
-    with webhook_server(tmp_path_factory.mktemp("webhook")) as server:
-        yield server
-
-
-@pytest.fixture(name="user")
-def _user(control_plane: ControlPlane, tmp_path: pathlib.Path) -> User:
-    return User(control_plane, new_namespace(control_plane), tmp_path / "user")
-
-
-@pytest.fixture(name="webhook")
-def _webhook(control_plane: ControlPlane, server: WebhookServer, user: User) -> Iterator[None]:
-    with register(control_plane, server.url, server.ca_pem, user.namespace):
-        yield
 
 
 @pytest.mark.usefixtures("webhook")
@@ -132,16 +115,7 @@ def test_the_crds_rules_answer_before_the_webhook(user: User, server: WebhookSer
 
 
 @pytest.mark.usefixtures("webhook")
-@pytest.mark.parametrize(
-    "command",
-    [
-        f"kubectl create -f {ACROSS}",
-        f"kubectl apply -f {ACROSS}",
-        f"kubectl apply --server-side -f {ACROSS}",
-        f"kubectl apply --dry-run=server -f {ACROSS}",
-        f"kubectl create --dry-run=server -f {ACROSS}",
-    ],
-)
+@pytest.mark.parametrize("command", CREATE_ACROSS)
 def test_every_way_of_creating_prints_the_crds_message(
     user: User, server: WebhookServer, command: str
 ) -> None:
@@ -154,38 +128,15 @@ def test_every_way_of_creating_prints_the_crds_message(
 def test_kubectl_edit_reopens_the_buffer_with_one_comment_line_per_field(
     user: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    user.run(f"kubectl apply -f {MINIMAL}")
-    twice = {"mode": "Enforce", "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
-    step, (first, second) = user.edit("fs support-feedback", twice, monkeypatch)
-    assert step.printed == failed(EDIT_CANCELLED), "saved unchanged after the errors: cancelled"
-    assert first.startswith(EDIT_HEADER + "apiVersion: ")
-    assert second.startswith(
-        EDIT_HEADER + '# feedbackstores.agents.ctxmesh.ai "support-feedback" was not valid:\n'
-        '# * spec.human.scores: Invalid value: human score names must be unique: "thumbs" is'
-        " declared at spec.human.scores[0].name and again at spec.human.scores[1].name\n"
-        "#\napiVersion: "
-    )
+    edit_is_reopened_then_cancelled(user, monkeypatch, EDIT_THUMBS_REFUSED)
 
 
 @pytest.mark.usefixtures("webhook")
-@pytest.mark.parametrize(
-    ("command", "add_thumbs_to_stdin"),
-    [
-        ("kubectl replace -f -", True),
-        (f"kubectl patch fs support-feedback --type=json -p '{ADD_THUMBS}'", False),
-        ("kubectl patch fs support-feedback --type=merge -p "
-         """'{"spec":{"human":{"scores":[{"name":"thumbs"},{"name":"thumbs"}]}}}'""", False),
-    ],
-    ids=["replace", "json patch", "merge patch"],
-)  # fmt: skip
+@pytest.mark.parametrize(("command", "add_thumbs_to_stdin"), UPDATE_THUMBS_TWICE)
 def test_every_way_of_updating_prints_the_crds_message(
     user: User, server: WebhookServer, command: str, add_thumbs_to_stdin: bool
 ) -> None:
-    user.run(f"kubectl apply -f {MINIMAL}")
-    stdin = None
-    if add_thumbs_to_stdin:
-        stdin = user.document(MINIMAL)
-        stdin["spec"]["human"]["scores"].append({"name": "thumbs"})
+    stdin = stored_minimal(user, add_thumbs_to_stdin)
     before = reviews_answered(server)
     assert user.run(command, stdin).printed == failed(THUMBS_REFUSED)
     assert reviews_answered(server) == before
@@ -221,12 +172,9 @@ def test_schema_errors_skip_the_crds_rules_and_say_so(user: User, server: Webhoo
 def test_with_the_webhook_down_the_crd_still_answers_first(
     control_plane: ControlPlane, user: User, tmp_path: pathlib.Path
 ) -> None:
-    with webhook_server(tmp_path / "down") as down:
-        user.ports.append(down.port)
-        with register(control_plane, down.url, down.ca_pem, user.namespace):
-            down.process.kill()
-            invalid = user.run(f"kubectl apply -f {ACROSS}")
-            valid = user.run(f"kubectl apply -f {MINIMAL}")
+    with registered_but_down(control_plane, user, tmp_path / "down"):
+        invalid = user.run(f"kubectl apply -f {ACROSS}")
+        valid = user.run(f"kubectl apply -f {MINIMAL}")
     assert invalid.printed == failed(ACROSS_REFUSED)
     assert valid.printed == failed(
         webhook_call_failed(MINIMAL, 5, "dial tcp 127.0.0.1:8443: connect: connection refused")

@@ -10,6 +10,8 @@ CRD refuses them.
 - Invalid objects: the shipped CRD's CEL rules refuse them, so `create_unguarded` swaps in
   the platform's CRD of today (no CEL), creates them, and puts the shipped CRD back — objects
   created before a CRD had its rules, which is the case the status writer exists for.
+- Fixtures `stores`, `audit` and `writers` for a module that has a `namespace` fixture,
+  imported by their function names.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pytest
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -401,3 +404,25 @@ def wall_seconds(entry: dict[str, Any]) -> float:
 def settle(seconds: float) -> None:
     """A quiet period the writer is given to do something it must not do."""
     time.sleep(seconds)
+
+
+# -- fixtures, imported by their function names (the module defines `namespace`) --------
+
+
+@pytest.fixture(name="stores")
+def _stores(control_plane: ControlPlane, namespace: str) -> Stores:
+    return Stores(control_plane, namespace)
+
+
+@pytest.fixture(name="audit")
+def _audit(control_plane: ControlPlane) -> Audit:
+    return Audit(control_plane)
+
+
+@pytest.fixture(name="writers")
+def _writers(
+    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path
+) -> Iterator[Writers]:
+    started = Writers(control_plane, tmp_path, namespace, [])
+    yield started
+    started.close()

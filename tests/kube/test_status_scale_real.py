@@ -8,8 +8,6 @@ a repeated Event patched rather than created again, and the client-side `--qps` 
 from __future__ import annotations
 
 import json
-import pathlib
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -27,13 +25,16 @@ from tests.kube.cluster import (
     shipped_crd,
 )
 from tests.kube.controlplane import ControlPlane
-from tests.kube.status_writer_support import (
+from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     INVALID,
     VALID,
     Audit,
     Audited,
     Stores,
     Writers,
+    _audit,
+    _stores,
+    _writers,
     create_unguarded,
 )
 
@@ -50,25 +51,6 @@ def shipped(control_plane: ControlPlane) -> None:
 @pytest.fixture
 def namespace(control_plane: ControlPlane) -> str:
     return new_namespace(control_plane, "scale")
-
-
-@pytest.fixture
-def stores(control_plane: ControlPlane, namespace: str) -> Stores:
-    return Stores(control_plane, namespace)
-
-
-@pytest.fixture
-def audit(control_plane: ControlPlane) -> Audit:
-    return Audit(control_plane)
-
-
-@pytest.fixture
-def writers(
-    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path
-) -> Iterator[Writers]:
-    started = Writers(control_plane, tmp_path, namespace, [])
-    yield started
-    started.close()
 
 
 def query(request: Audited) -> dict[str, list[str]]:

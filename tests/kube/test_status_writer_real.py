@@ -14,11 +14,9 @@ unchanged spec is not re-judged).
 
 from __future__ import annotations
 
-import pathlib
 import re
 import signal
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,7 +24,7 @@ from kubernetes import client as k8s
 
 from tests.kube.cluster import api_client, install_crd, new_namespace, shipped_crd
 from tests.kube.controlplane import ControlPlane
-from tests.kube.status_writer_support import (
+from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     INVALID,
     INVALID_MESSAGE,
     LEASE,
@@ -38,6 +36,9 @@ from tests.kube.status_writer_support import (
     Audit,
     Stores,
     Writers,
+    _audit,
+    _stores,
+    _writers,
     condition_of,
     create_unguarded,
     managed_by,
@@ -64,25 +65,6 @@ def shipped(control_plane: ControlPlane) -> None:
 @pytest.fixture
 def namespace(control_plane: ControlPlane) -> str:
     return new_namespace(control_plane, "sw")
-
-
-@pytest.fixture
-def stores(control_plane: ControlPlane, namespace: str) -> Stores:
-    return Stores(control_plane, namespace)
-
-
-@pytest.fixture
-def audit(control_plane: ControlPlane) -> Audit:
-    return Audit(control_plane)
-
-
-@pytest.fixture
-def writers(
-    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path
-) -> Iterator[Writers]:
-    started = Writers(control_plane, tmp_path, namespace, [])
-    yield started
-    started.close()
 
 
 def coherent(condition: dict[str, Any]) -> bool:

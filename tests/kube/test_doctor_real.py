@@ -290,6 +290,23 @@ def with_secret(install: Install, bundle: Bundle) -> str:
     return name
 
 
+def doctor_on_refused_serving(
+    install: Install, bundle: Bundle
+) -> tuple[int, dict[str, dict[str, str]]]:
+    """The doctor's answer (code, checks) for `bundle` as the Secret and a `serve`'s pair,
+    registered by a scenario of its own, once kube-apiserver refuses to call it."""
+    secret = with_secret(install, bundle)
+    with (
+        serving(install, bundle) as port,
+        scenario(
+            install, f"https://127.0.0.1:{port}/validate", bundle.ca_cert, live=False
+        ) as broken,
+    ):
+        wait_refused(install.plane, broken.namespace)
+        return doctor(install, webhook_configuration=broken.name, secret=secret,
+                      probe_namespace=broken.namespace)  # fmt: skip
+
+
 # -- all is well -------------------------------------------------------------------------
 
 
@@ -377,16 +394,7 @@ def test_a_wrong_ca_bundle_fails_and_kube_apiserver_says_unknown_authority(
 
 def test_a_certificate_for_another_name_fails_as_kube_apiserver_does(install: Install) -> None:
     bundle = issue_bundle(("localhost",))
-    secret = with_secret(install, bundle)
-    with (
-        serving(install, bundle) as port,
-        scenario(
-            install, f"https://127.0.0.1:{port}/validate", bundle.ca_cert, live=False
-        ) as broken,
-    ):
-        wait_refused(install.plane, broken.namespace)
-        code, checks = doctor(install, webhook_configuration=broken.name, secret=secret,
-                              probe_namespace=broken.namespace)  # fmt: skip
+    code, checks = doctor_on_refused_serving(install, bundle)
     assert code == 1
     all_ok_but(checks, certificate_names="fail", webhook_answers="fail")
     # The doctor predicts kube-apiserver's words (Go's VerifyHostname), and the dry-run shows them.
@@ -415,16 +423,7 @@ def test_a_certificate_expiring_within_30_days_warns_and_still_exits_0(install: 
 def test_an_expired_certificate_fails_and_kube_apiserver_refuses_it(install: Install) -> None:
     issued = dt.datetime.now(dt.UTC) - dt.timedelta(days=40)
     bundle = issue_bundle(("127.0.0.1",), days=30, now=issued)
-    secret = with_secret(install, bundle)
-    with (
-        serving(install, bundle) as port,
-        scenario(
-            install, f"https://127.0.0.1:{port}/validate", bundle.ca_cert, live=False
-        ) as broken,
-    ):
-        wait_refused(install.plane, broken.namespace)
-        code, checks = doctor(install, webhook_configuration=broken.name, secret=secret,
-                              probe_namespace=broken.namespace)  # fmt: skip
+    code, checks = doctor_on_refused_serving(install, bundle)
     assert code == 1
     all_ok_but(checks, certificate_expiry="fail", webhook_answers="fail")
     assert "serving certificate expired on" in checks["certificate-expiry"]["detail"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Build the test control plane — kube-apiserver and etcd from upstream Go
-# modules — into a cache outside the work tree, and print the directory that
-# holds both binaries.
+# Build the test control plane — kube-apiserver, kube-controller-manager and
+# etcd from upstream Go modules — into a cache outside the work tree, and print
+# the directory that holds the binaries.
 #
 # The cache is keyed by the Kubernetes version and a digest of go.mod/go.sum,
 # so a new pin builds anew and an unchanged one is reused at once. Concurrent
@@ -24,7 +24,7 @@ if [ -z "$go_bin" ]; then
 fi
 if [ -z "$go_bin" ] || ! "$go_bin" version >/dev/null 2>&1; then
 	echo "build.sh: no Go toolchain found (GO=${GO:-unset}; looked for 'go' on PATH and /usr/local/go/bin/go)." >&2
-	echo "build.sh: kube-apiserver and etcd are built from Go modules: install Go $(sed -n 's/^go //p' "$here/go.mod") or newer, or set GO." >&2
+	echo "build.sh: kube-apiserver, kube-controller-manager and etcd are built from Go modules: install Go $(sed -n 's/^go //p' "$here/go.mod") or newer, or set GO." >&2
 	exit 3
 fi
 
@@ -40,12 +40,12 @@ mkdir -p "$root"
 exec 9>"$root/.lock"
 flock 9
 
-if [ -x "$target/kube-apiserver" ] && [ -x "$target/etcd" ]; then
+if [ -x "$target/kube-apiserver" ] && [ -x "$target/kube-controller-manager" ] && [ -x "$target/etcd" ]; then
 	echo "$target"
 	exit 0
 fi
 
-echo "build.sh: building kube-apiserver and etcd for Kubernetes $kube_version into $target (first build: ~6 minutes on 2 cores with the modules downloaded)" >&2
+echo "build.sh: building kube-apiserver, kube-controller-manager and etcd for Kubernetes $kube_version into $target (first build: ~8 minutes on 2 cores with the modules downloaded)" >&2
 staging="$(mktemp -d "$root/.build.XXXXXX")"
 trap 'rm -rf "$staging"' EXIT
 started=$SECONDS
@@ -64,9 +64,11 @@ started=$SECONDS
 		stamps="$stamps -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 	done
 	GOFLAGS='-mod=readonly -buildvcs=false' "$go_bin" build -trimpath -ldflags="-s -w$stamps" \
-		-o "$staging/" k8s.io/kubernetes/cmd/kube-apiserver ./cmd/etcd
+		-o "$staging/" k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-controller-manager ./cmd/etcd
 )
 "$staging/kube-apiserver" --version >&2
+"$staging/kube-controller-manager" --version >&2
 "$staging/etcd" --version | head -n 1 >&2
 rm -rf "$target"
 mv "$staging" "$target"

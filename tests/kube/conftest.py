@@ -58,7 +58,9 @@ def _control_plane_binaries(pytestconfig: pytest.Config) -> pathlib.Path:
 def _control_plane(
     control_plane_binaries: pathlib.Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ControlPlane]:
-    plane = ControlPlane(control_plane_binaries, tmp_path_factory.mktemp("controlplane"))
+    plane = ControlPlane(
+        control_plane_binaries, tmp_path_factory.mktemp("controlplane"), namespace_controller=True
+    )
     try:
         plane.start()
     except Exception:

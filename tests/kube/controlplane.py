@@ -1,10 +1,12 @@
 """A real control plane for the tests: etcd and kube-apiserver built from upstream source.
 
-`tests/controlplane/build.sh` builds (or reuses) both binaries; this module runs
+`tests/controlplane/build.sh` builds (or reuses) the binaries; this module runs
 them on free loopback ports with a throwaway PKI, as envtest does for Go
-operators. Nothing listens beyond 127.0.0.1, and nothing here talks to any
-other address: kube-apiserver is only ever asked to call webhooks registered by
-`url:` on 127.0.0.1.
+operators. With `namespace_controller=True` (the tests' shared plane) a
+kube-controller-manager runs only the namespace controller, so a deleted
+namespace is emptied and removed as in a cluster. Nothing listens beyond
+127.0.0.1, and nothing here talks to any other address: kube-apiserver is only
+ever asked to call webhooks registered by `url:` on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ BUILD_SCRIPT = REPO / "tests" / "controlplane" / "build.sh"
 REQUIRE_ENV = "FEEDBACKSTORE_REQUIRE_KUBE"
 _NO_TOOLCHAIN = 3
 _READY_TIMEOUT = 180.0
+CONTROLLER_MANAGER_USER = "kube-controller-manager"
 
 
 class ControlPlaneUnavailableError(Exception):
@@ -42,7 +45,8 @@ class ControlPlaneUnavailableError(Exception):
 
 
 def binaries() -> pathlib.Path:
-    """The directory holding `kube-apiserver` and `etcd`, built on first use (minutes)."""
+    """The directory holding kube-apiserver, kube-controller-manager and etcd, built on
+    first use (minutes)."""
     result = subprocess.run(
         ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False
     )
@@ -116,6 +120,10 @@ class ControlPlane:
     etcd_peer_port: int = field(default_factory=free_port)
     apiserver_port: int = field(default_factory=free_port)
     extra_apiserver_args: Sequence[str] = ()
+    # kube-controller-manager with only the namespace controller (its own user, so the
+    # audit log tells its requests apart).
+    namespace_controller: bool = False
+    controller_manager_port: int = field(default_factory=free_port)
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -128,6 +136,16 @@ class ControlPlane:
         self.apiserver = Process(
             "kube-apiserver", self._apiserver_argv(), self.workdir / "kube-apiserver.log"
         )
+        self.controller_manager: Process | None = None
+        if self.namespace_controller:
+            self.controller_manager_kubeconfig = self.write_kubeconfig(
+                CONTROLLER_MANAGER_USER, self.pki.client(CONTROLLER_MANAGER_USER, "system:masters")
+            )
+            self.controller_manager = Process(
+                "kube-controller-manager",
+                self._controller_manager_argv(),
+                self.workdir / "kube-controller-manager.log",
+            )
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -135,6 +153,13 @@ class ControlPlane:
         self.etcd.start()
         self._wait(self._etcd_healthy, "etcd", self.etcd)
         self.start_apiserver()
+        if self.controller_manager is not None:
+            self.controller_manager.start()
+            self._wait(
+                self._controller_manager_healthy,
+                "kube-controller-manager /healthz",
+                self.controller_manager,
+            )
 
     def start_apiserver(self) -> None:
         self.apiserver.start()
@@ -148,14 +173,20 @@ class ControlPlane:
         self.start_apiserver()
 
     def stop(self) -> None:
+        if self.controller_manager is not None:
+            self.controller_manager.stop()
         self.apiserver.stop()
         self.etcd.stop()
 
     def logs(self, lines: int = 40) -> str:
-        return (
+        text = (
             f"--- last {lines} lines of etcd ---\n{tail(self.etcd.log, lines)}\n"
             f"--- last {lines} lines of kube-apiserver ---\n{tail(self.apiserver.log, lines)}"
         )
+        if self.controller_manager is not None:
+            log = tail(self.controller_manager.log, lines)
+            text += f"\n--- last {lines} lines of kube-controller-manager ---\n{log}"
+        return text
 
     def _wait(self, probe: Any, what: str, process: Process) -> None:
         deadline = time.monotonic() + _READY_TIMEOUT
@@ -218,6 +249,24 @@ class ControlPlane:
             *self.extra_apiserver_args,
         ]
 
+    def _controller_manager_argv(self) -> list[str]:
+        kubeconfig = self.controller_manager_kubeconfig
+        return [
+            str(self.bin_dir / "kube-controller-manager"),
+            f"--kubeconfig={kubeconfig}",
+            # Delegated authentication/authorization of its own /healthz and /metrics.
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            # Only what the tests need from a cluster: emptying and removing a deleted
+            # namespace. No other controller acts on the tests' objects.
+            "--controllers=namespace",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.controller_manager_port}",
+            f"--tls-cert-file={self.pki.serving_cert_file}",
+            f"--tls-private-key-file={self.pki.serving_key_file}",
+        ]
+
     # -- probes ------------------------------------------------------------
 
     def _etcd_healthy(self) -> tuple[bool, str]:
@@ -229,6 +278,14 @@ class ControlPlane:
         except OSError as error:
             return False, str(error)
         return '"health":"true"' in body, body
+
+    def _controller_manager_healthy(self) -> tuple[bool, str]:
+        url = f"https://127.0.0.1:{self.controller_manager_port}/healthz"
+        try:
+            with urllib.request.urlopen(url, timeout=2, context=self.ssl_context()) as response:
+                return response.status == 200, response.read().decode(errors="replace")
+        except (OSError, urllib.error.HTTPError) as error:
+            return False, str(error)
 
     def _apiserver_ready(self) -> tuple[bool, str]:
         try:

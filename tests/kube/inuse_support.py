@@ -100,6 +100,12 @@ class Agents:
             AGENT_GROUP, "v1beta1", self.namespace, AGENT_PLURAL, name, patch
         )
 
+    def get(self, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.api.get_namespaced_custom_object(
+            AGENT_GROUP, "v1beta1", self.namespace, AGENT_PLURAL, name
+        )
+        return found
+
     def delete(self, name: str) -> None:
         self.api.delete_namespaced_custom_object(
             AGENT_GROUP, "v1beta1", self.namespace, AGENT_PLURAL, name

@@ -78,3 +78,21 @@ def test_the_platform_crd_fixture_is_generated_from_the_model() -> None:
         "regenerate: python -c 'from tests.kube.cluster import write_platform_today; "
         "write_platform_today()'"
     )
+
+
+def test_a_deleted_namespace_is_emptied_and_removed_by_the_namespace_controller(
+    control_plane: ControlPlane,
+) -> None:
+    namespace = new_namespace(control_plane)
+    core = k8s.CoreV1Api(api_client(control_plane))
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "content"}})
+    core.delete_namespace(namespace)
+
+    def removed() -> bool:
+        try:
+            core.read_namespace(namespace)
+        except k8s.ApiException as error:
+            return error.status == 404
+        return False
+
+    eventually(removed, timeout=60, what="namespace removed by kube-controller-manager")

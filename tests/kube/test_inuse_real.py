@@ -1,11 +1,10 @@
 """In-use protection (SPEC §7) on a real kube-apiserver v1.37.2: the status writer as a
 console script, the webhook registered by `url:`, and a minimal AgentDeployment CRD.
 
-There is no kube-controller-manager in the test control plane, so nothing deletes a
-namespace's contents or removes its `kubernetes` finalizer by itself. The namespace test
-does the namespace controller's part in the open: it deletes the namespace, then the agents,
-then the stores (whose finalizer only our writer releases), and finalizes the namespace
-through the `/finalize` subresource once it is empty.
+The test control plane runs kube-controller-manager's namespace controller (and no
+other controller), so a deleted namespace is emptied and removed as in a cluster: the
+namespace test only deletes the namespace and watches the agents go, the store wait for
+our finalizer, and the namespace go once the writer has released it.
 """
 
 from __future__ import annotations
@@ -29,9 +28,9 @@ from tests.kube.cluster import (
     shipped_crd,
     webhook_server,
 )
-from tests.kube.controlplane import ControlPlane
-from tests.kube.inuse_support import FINALIZER, Agents, agent_crd_installed
-from tests.kube.status_writer_support import VALID, Stores, WriterProcess
+from tests.kube.controlplane import CONTROLLER_MANAGER_USER, ControlPlane
+from tests.kube.inuse_support import AGENT_PLURAL, FINALIZER, Agents, agent_crd_installed
+from tests.kube.status_writer_support import VALID, Audit, Stores, WriterProcess
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
@@ -87,9 +86,9 @@ def finalizers(stores: Stores, name: str) -> list[str]:
     return list(stores.get(name)["metadata"].get("finalizers") or [])
 
 
-def gone(stores: Stores, name: str) -> bool:
+def gone(objects: Stores | Agents, name: str) -> bool:
     try:
-        stores.get(name)
+        objects.get(name)
     except k8s.ApiException as error:
         return error.status == 404
     return False
@@ -207,20 +206,6 @@ def test_namespace_deletion_completes_across_a_writer_restart(
 
     core = k8s.CoreV1Api(api_client(control_plane))
     core.delete_namespace(namespace)
-    # The namespace controller's part: the namespace's objects are deleted...
-    agents.delete("agent")
-    stores.delete("store")
-    # ...and the store waits for our finalizer, which no writer is running to release.
-    assert stores.get("store")["metadata"]["deletionTimestamp"]
-    assert FINALIZER in finalizers(stores, "store")
-
-    start_writer(control_plane, tmp_path, namespace, started, leases)
-    eventually(lambda: gone(stores, "store"), timeout=10, what="store released and gone")
-
-    # Empty now: the namespace controller removes the `kubernetes` finalizer.
-    body = core.read_namespace(namespace)
-    body.spec.finalizers = []
-    core.replace_namespace_finalize(namespace, body)
 
     def namespace_gone() -> bool:
         try:
@@ -229,4 +214,21 @@ def test_namespace_deletion_completes_across_a_writer_restart(
             return error.status == 404
         return False
 
-    eventually(namespace_gone, timeout=10, what="namespace deleted")
+    # The namespace controller deletes the namespace's objects: the agents go, and the
+    # store waits for our finalizer, which no writer is running to release...
+    eventually(lambda: gone(agents, "agent"), timeout=30, what="agents deleted")
+    # ...and it is the namespace controller that deleted them, not this test.
+    audited = Audit(control_plane).events(namespace)
+    removals = {(e.user, e.verb) for e in audited
+                if e.resource == AGENT_PLURAL and e.verb.startswith("delete")}  # fmt: skip
+    assert removals == {(CONTROLLER_MANAGER_USER, "deletecollection")}
+    eventually(lambda: bool(stores.get("store")["metadata"].get("deletionTimestamp")),
+               timeout=30, what="store being deleted")  # fmt: skip
+    assert FINALIZER in finalizers(stores, "store")
+    assert not namespace_gone()
+    assert core.read_namespace(namespace).status.phase == "Terminating"
+
+    # ...until a writer runs again: it releases the store, and the namespace goes.
+    start_writer(control_plane, tmp_path, namespace, started, leases)
+    eventually(lambda: gone(stores, "store"), timeout=10, what="store released and gone")
+    eventually(namespace_gone, timeout=30, what="namespace deleted")

@@ -312,7 +312,7 @@ def test_an_out_dir_that_cannot_be_created_exits_2_naming_it(tmp_path: pathlib.P
 
 
 def test_the_cli_defaults_are_the_names_the_manifests_and_dev_certificates_use() -> None:
-    from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
+    from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE
     from webhook.cli.main import build_parser
 
     args = build_parser().parse_args(["certs"])
@@ -343,10 +343,3 @@ def test_building_the_parser_loads_no_cryptography() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
-
-
-def test_every_name_the_certs_package_exports_resolves() -> None:
-    import webhook.certs
-
-    for name in webhook.certs.__all__:
-        assert getattr(webhook.certs, name) is not None, name

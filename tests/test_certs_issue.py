@@ -20,17 +20,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
-from webhook.certs import (
-    DEFAULT_NAMESPACE,
-    DEFAULT_SERVICE,
-    KeyType,
-    ServingFiles,
-    dev_hosts,
-    ensure_certificates,
-    ensure_dev_certificates,
-    issue_bundle,
-    service_hosts,
-)
+from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE, KeyType
+from webhook.certs.dev import dev_hosts, ensure_dev_certificates
+from webhook.certs.files import ServingFiles
+from webhook.certs.issue import issue_bundle, service_hosts
+from webhook.certs.renewal import ensure_certificates
 
 SERVICE_HOSTS = service_hosts("feedbackstore-webhook", "feedbackstore-system")
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)

@@ -19,13 +19,11 @@ from typing import Any
 
 import pytest
 
-from webhook.certs import (
-    KeyType,
-    ServingFiles,
-    ensure_certificates,
-    ensure_dev_certificates,
-    service_hosts,
-)
+from webhook.certs.defaults import KeyType
+from webhook.certs.dev import ensure_dev_certificates
+from webhook.certs.files import ServingFiles
+from webhook.certs.issue import service_hosts
+from webhook.certs.renewal import ensure_certificates
 from webhook.server.config import ServerConfig
 from webhook.server.run import start
 

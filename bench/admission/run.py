@@ -69,7 +69,9 @@ def free_port() -> int:
 
 
 def make_certificates(out: pathlib.Path) -> dict[str, tuple[pathlib.Path, pathlib.Path]]:
-    from webhook.certs import KeyType, issue_bundle, write_bundle
+    from webhook.certs.defaults import KeyType
+    from webhook.certs.files import write_bundle
+    from webhook.certs.issue import issue_bundle
 
     pairs = {}
     for key_type in (KeyType.ECDSA, KeyType.RSA):

@@ -196,7 +196,7 @@ def _serving_files(args: argparse.Namespace) -> tuple[pathlib.Path, pathlib.Path
     if args.dev:
         if args.tls_cert_file or args.tls_private_key_file:
             raise ValueError("--dev makes its own certificate; drop --tls-cert-file/--tls-...")
-        from webhook.certs import ensure_dev_certificates
+        from webhook.certs.dev import ensure_dev_certificates
 
         files = ensure_dev_certificates(args.dev_certs_dir)
         return files.cert, files.key, args.host or DEV_HOST

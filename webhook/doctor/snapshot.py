@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from webhook.certs import DEFAULT_NAMESPACE, DEFAULT_SERVICE
+from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE
 from webhook.certs.kustomize import SECRET_NAME, WEBHOOK_CONFIGURATION
 from webhook.rules import api
 from webhook.status.settings import LEASE_NAME

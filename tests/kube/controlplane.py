@@ -282,7 +282,7 @@ class ControlPlane:
     def _controller_manager_healthy(self) -> tuple[bool, str]:
         url = f"https://127.0.0.1:{self.controller_manager_port}/healthz"
         try:
-            with urllib.request.urlopen(url, timeout=2, context=self.ssl_context()) as response:
+            with urllib.request.urlopen(url, timeout=2, context=self._admin_context()) as response:
                 return response.status == 200, response.read().decode(errors="replace")
         except (OSError, urllib.error.HTTPError) as error:
             return False, str(error)

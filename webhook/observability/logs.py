@@ -61,15 +61,11 @@ def log_fields(log: logging.Logger, level: int, msg: str, fields: dict[str, Any]
         log.handle(log.makeRecord(log.name, level, "", 0, msg, (), None, extra={_FIELDS: fields}))
 
 
-def utc_millis(created: float) -> str:
-    """RFC 3339 in UTC with milliseconds (truncated): `2023-11-14T22:13:20.999Z`."""
-    second = int(created)
-    text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-    return f"{text}.{int((created - second) * 1000):03d}Z"
-
-
 class JsonFormatter(logging.Formatter):
-    """`{"time", "level", "logger", "msg", "pid", ...fields}` per record, for both processes."""
+    """`{"time", "level", "logger", "msg", "pid", ...fields}` per record, for both processes.
+
+    `time` is RFC 3339 in UTC with milliseconds, truncated: `2023-11-14T22:13:20.999Z`.
+    """
 
     def __init__(self) -> None:
         super().__init__()

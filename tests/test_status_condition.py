@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from webhook.rules import api, messages
+from webhook import messages
+from webhook.rules import api
 from webhook.status.condition import (
     MAX_CONDITION_MESSAGE,
     apply_configuration,

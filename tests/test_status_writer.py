@@ -28,7 +28,7 @@ from tests.status_support import (
     store_requests,
     validated,
 )
-from webhook.rules import messages
+from webhook import messages
 
 apiserver = fixtures.apiserver  # a started emulator per test
 

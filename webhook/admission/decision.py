@@ -12,13 +12,13 @@ from __future__ import annotations
 import enum
 from typing import Final, NamedTuple
 
+from webhook import messages
 from webhook.admission.decode import BadReviewError, BadReviewReason
 from webhook.admission.deletion import delete_notice
 from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
 from webhook.admission.warnings import bounded, shorten
 from webhook.rules import Verdict, api, validate_feedbackstore
 from webhook.rules.field_errors import quote
-from webhook.rules.report import more_problems
 
 CREATE: Final = "CREATE"
 UPDATE: Final = "UPDATE"
@@ -74,14 +74,11 @@ def decide(request: AdmissionRequest) -> Decision:
     if operation == CONNECT:
         return Decision(True, Why.NOT_JUDGED_OPERATION)
     if operation not in (CREATE, UPDATE):
-        shown = quote(shorten(operation, _SHOWN_IDENTIFIER))
-        warning = f"operation {shown} is not checked by this webhook; allowed"
+        warning = messages.warn_unchecked_operation(quote(shorten(operation, _SHOWN_IDENTIFIER)))
         return Decision(True, Why.UNKNOWN_OPERATION, warnings=(warning,))
     obj = request.object
     if obj is None:
-        raise BadReviewError(
-            BadReviewReason.NO_OBJECT, f"request.object is required for {operation}"
-        )
+        raise BadReviewError(BadReviewReason.NO_OBJECT, messages.object_required(operation))
     verdict = validate_feedbackstore(obj)
     if operation == UPDATE:
         exemption = _update_exemption(obj, request.old_object)
@@ -115,8 +112,8 @@ def _deletion_requested(obj: object) -> bool:
 
 
 _EXEMPTION_REASONS: Final = {
-    Why.UNCHANGED_SPEC: "this update does not change spec",
-    Why.TERMINATING: "the object is being deleted",
+    Why.UNCHANGED_SPEC: messages.EXEMPT_UNCHANGED_SPEC,
+    Why.TERMINATING: messages.EXEMPT_TERMINATING,
 }
 
 
@@ -125,19 +122,13 @@ def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
     if verdict.valid:
         return ()
     count = verdict.problem_count
-    headline = (
-        f"allowed because {_EXEMPTION_REASONS[why]}, but spec is invalid "
-        f"({count} problem{'s' if count != 1 else ''}); fix it before changing spec"
-    )
+    headline = messages.warn_invalid_but_allowed(_EXEMPTION_REASONS[why], count)
     shown = [str(p) for p in verdict.problems[:_PROBLEMS_IN_WARNINGS]]
     if count > len(shown):
-        shown.append(more_problems(count - len(shown)))
+        shown.append(messages.more_problems(count - len(shown)))
     return bounded([headline, *shown])
 
 
 def _foreign_warning(resource: GroupVersionResource) -> str:
     target = shorten(f"{resource.group}/{resource.resource}", _SHOWN_IDENTIFIER)
-    return shorten(
-        f"{quote(target)} is not {api.PLURAL}.{api.GROUP}: allowed unchecked; "
-        "fix the webhook's rules"
-    )
+    return shorten(messages.warn_foreign_resource(quote(target)))

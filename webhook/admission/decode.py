@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from webhook import messages
 from webhook.admission.envelope import API_VERSIONS, REVIEW_KIND, AdmissionReview
 from webhook.rules.field_errors import format_value
 
@@ -59,11 +60,9 @@ def decode_review(body: bytes) -> AdmissionReview:
     except orjson.JSONDecodeError as error:
         if "depth limit" in str(error):
             raise BadReviewError(
-                BadReviewReason.TOO_DEEP, f"request body is nested too deeply: {error}"
+                BadReviewReason.TOO_DEEP, messages.review_too_deep(error)
             ) from None
-        raise BadReviewError(
-            BadReviewReason.NOT_JSON, f"request body is not JSON: {error}"
-        ) from None
+        raise BadReviewError(BadReviewReason.NOT_JSON, messages.review_not_json(error)) from None
     return review_from_document(document)
 
 
@@ -82,27 +81,25 @@ def _check_outline(document: Any) -> None:
     """Raise for an object, kind, apiVersion, request or uid that is missing or wrong."""
     if type(document) is not dict:
         raise BadReviewError(
-            BadReviewReason.NOT_OBJECT,
-            "request body must be a JSON object (an AdmissionReview), "
-            f"got {format_value(document)}",
+            BadReviewReason.NOT_OBJECT, messages.review_not_object(format_value(document))
         )
     kind, api_version = document.get("kind"), document.get("apiVersion")
     if kind != REVIEW_KIND or api_version not in API_VERSIONS:
         raise BadReviewError(
             BadReviewReason.NOT_ADMISSION_REVIEW,
-            f'expected kind "{REVIEW_KIND}" with apiVersion "{API_VERSIONS[0]}" or '
-            f'"{API_VERSIONS[1]}", got kind {_shown(kind)} and apiVersion {_shown(api_version)}',
+            messages.review_wrong_kind(
+                REVIEW_KIND, API_VERSIONS, _shown(kind), _shown(api_version)
+            ),
         )
     request = document.get("request")
     if request is None:
-        raise BadReviewError(BadReviewReason.NO_REQUEST, "AdmissionReview has no request")
+        raise BadReviewError(BadReviewReason.NO_REQUEST, messages.MSG_NO_REQUEST)
     if type(request) is not dict:
         raise BadReviewError(
-            BadReviewReason.WRONG_TYPE,
-            f"request: must be an object, got {format_value(request)}",
+            BadReviewReason.WRONG_TYPE, messages.request_not_object(format_value(request))
         )
     if request.get("uid") in (None, ""):
-        raise BadReviewError(BadReviewReason.NO_UID, "AdmissionReview request has no uid")
+        raise BadReviewError(BadReviewReason.NO_UID, messages.MSG_NO_UID)
 
 
 def _shown(value: object) -> str:
@@ -112,10 +109,8 @@ def _shown(value: object) -> str:
 def _describe(error: ValidationError) -> str:
     """`path: what was expected` for the first few errors, without echoing the input."""
     details = error.errors(include_url=False, include_context=False, include_input=False)
-    parts = [f"{_location(d['loc'])}: {d['msg']}" for d in details[:_MAX_ERRORS_SHOWN]]
-    if len(details) > _MAX_ERRORS_SHOWN:
-        parts.append(f"and {len(details) - _MAX_ERRORS_SHOWN} more")
-    return "invalid AdmissionReview: " + "; ".join(parts)
+    shown = [f"{_location(d['loc'])}: {d['msg']}" for d in details[:_MAX_ERRORS_SHOWN]]
+    return messages.review_invalid(shown, max(len(details) - _MAX_ERRORS_SHOWN, 0))
 
 
 def _location(loc: tuple[int | str, ...]) -> str:

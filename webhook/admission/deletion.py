@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Final, NamedTuple
 
+from webhook import messages
 from webhook.admission.warnings import bounded
-from webhook.rules import api, inuse
+from webhook.rules import inuse
 from webhook.rules.field_errors import quote
 
 # The `delete` audit annotation (the DELETE itself is always allowed): the in-use
@@ -21,13 +22,6 @@ DEFERRED: Final = "in use: deletion deferred"
 UNPROTECTED: Final = "in use: not yet protected"
 NOT_IN_USE: Final = "not in use"
 UNKNOWN: Final = "use unknown: no InUse"
-
-_STAYS: Final = (
-    f"it stays Terminating until no {inuse.AGENT_KIND} references it, then it is deleted"
-)
-_UNPROTECTED: Final = (
-    "it is deleted now (the status writer has not protected it yet): its agents will go Ready=False"
-)
 
 
 class DeleteNotice(NamedTuple):
@@ -43,11 +37,11 @@ def delete_notice(name: str, old_object: object) -> DeleteNotice:
     if condition.get("status") != "True":
         return DeleteNotice(NOT_IN_USE)
     message = condition.get("message")
-    shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else "in use"
-    headline = f"{api.KIND} {quote(name)} is {shown}"
+    shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else messages.IN_USE
+    headline = messages.delete_in_use(quote(name), shown)
     if _held(old_object):
-        return DeleteNotice(DEFERRED, bounded([headline, _STAYS]))
-    return DeleteNotice(UNPROTECTED, bounded([headline, _UNPROTECTED]))
+        return DeleteNotice(DEFERRED, bounded([headline, messages.DELETE_DEFERRED]))
+    return DeleteNotice(UNPROTECTED, bounded([headline, messages.DELETE_UNPROTECTED]))
 
 
 def _in_use_condition(obj: object) -> dict[str, Any] | None:

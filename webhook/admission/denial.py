@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from webhook import messages
 from webhook.rules import Problem, Verdict, api
 from webhook.rules.field_errors import quote
-from webhook.rules.report import more_problems
 
 INVALID_CODE: Final = 422
 INVALID_REASON: Final = "Invalid"
@@ -33,8 +33,8 @@ def invalid_status(name: str, verdict: Verdict) -> dict[str, Any]:
     kept, causes = _listed(verdict.problems)
     dropped = verdict.problem_count - len(kept)
     if dropped:
-        kept.append(more_problems(dropped))
-        causes.append({"message": more_problems(dropped), "field": "spec"})
+        kept.append(messages.more_problems(dropped))
+        causes.append({"message": messages.more_problems(dropped), "field": "spec"})
     aggregate = kept[0] if len(kept) == 1 else f"[{', '.join(kept)}]"
     return {
         "status": "Failure",

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from webhook import messages
 from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
 from webhook.rules.manifest import ManifestVerdict, check_manifest, is_feedbackstore, list_items
-from webhook.rules.report import more_problems
 
 if TYPE_CHECKING:
     from webhook.cli.manifest_files import ReadError
@@ -64,7 +64,7 @@ class Result:
         verdict = self.checked.verdict
         entries = [(p.field, str(p.type), p.message) for p in verdict.problems]
         if verdict.omitted:
-            entries.append(("spec", "Omitted", more_problems(verdict.omitted)))
+            entries.append(("spec", "Omitted", messages.more_problems(verdict.omitted)))
         if self.warnings_are_errors:
             entries.extend((w.field, "Warning", w.message) for w in verdict.warnings)
         return entries

@@ -2,7 +2,7 @@
 
 Per-field limits live in the OpenAPI schema; what a schema cannot say (at
 least one source, names unique across lists) is written here once, with the
-platform's messages from `webhook.rules.messages`, so a cluster without the webhook still
+platform's messages from `webhook.messages`, so a cluster without the webhook still
 refuses the same objects.
 
 What kube-apiserver prints is what users read when the CRD refuses an object
@@ -52,7 +52,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webhook.rules import api, messages
+from webhook import messages
+from webhook.rules import api
 from webhook.rules.field_errors import GO_ESCAPES, ErrorType
 
 MIN_KUBERNETES = (1, 28)

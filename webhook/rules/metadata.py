@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from webhook import messages
 from webhook.rules import api
 from webhook.rules.field_errors import Problem, invalid, required, too_long, type_invalid
 
@@ -31,13 +32,13 @@ _LABEL_MSG = (
 def validate_metadata(metadata: object) -> list[Problem]:
     """Problems with `metadata.name` (required) and `metadata.namespace` (optional)."""
     if metadata is None:
-        return [required("metadata.name", "a FeedbackStore needs a name")]
+        return [required("metadata.name", messages.MSG_NAME_REQUIRED)]
     if type(metadata) is not dict:
         return [type_invalid("metadata", metadata, "object")]
     problems: list[Problem] = []
     name = metadata.get("name")
     if name is None or name == "":
-        problems.append(required("metadata.name", "a FeedbackStore needs a name"))
+        problems.append(required("metadata.name", messages.MSG_NAME_REQUIRED))
     else:
         problems.extend(
             _check_dns(name, "metadata.name", api.MAX_OBJECT_NAME_LENGTH, subdomain=True)

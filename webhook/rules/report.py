@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from webhook import messages
 from webhook.rules.verdict import Verdict
 
 
@@ -31,10 +32,6 @@ def fit_lines(lines: Sequence[str], budget: int, separator: str = "; ") -> tuple
     return kept, len(lines) - len(kept)
 
 
-def more_problems(count: int) -> str:
-    return f"and {count} more problem{'s' if count != 1 else ''}"
-
-
 def summarize(verdict: Verdict, budget: int, separator: str = "; ") -> str:
     """`field: message; field: message; and N more problems`, within `budget` characters."""
     reserve = 40  # room for the "and N more problems" tail
@@ -43,5 +40,5 @@ def summarize(verdict: Verdict, budget: int, separator: str = "; ") -> str:
     )
     dropped += verdict.omitted
     if dropped:
-        kept.append(more_problems(dropped))
+        kept.append(messages.more_problems(dropped))
     return separator.join(kept)

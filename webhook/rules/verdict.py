@@ -23,7 +23,8 @@ from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.rules import api, messages
+from webhook import messages
+from webhook.rules import api
 from webhook.rules.field_errors import (
     FieldWarning,
     Problem,

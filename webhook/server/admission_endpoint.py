@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.hdrs import CONTENT_TYPE
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from webhook import messages
 from webhook.admission import (
     AdmissionRequest,
     BadReviewError,
@@ -68,14 +69,16 @@ class AdmissionEndpoint:
 
     def _refuse_headers(self, request: web.Request) -> web.Response | None:
         if request.method != "POST":
-            return self._refuse(request, 405, "method_not_allowed", "use POST", allow="POST")
+            return self._refuse(
+                request, 405, "method_not_allowed", messages.MSG_USE_POST, allow="POST"
+            )
         # The exact header kube-apiserver sends is taken as is; anything else is parsed.
         if request.headers.get(CONTENT_TYPE) != JSON and request.content_type != JSON:
             return self._refuse(
                 request,
                 415,
                 "unsupported_media_type",
-                f"Content-Type must be {JSON}, got {request.content_type[:64]}",
+                messages.unsupported_media_type(JSON, request.content_type[:64]),
             )
         return None
 
@@ -93,7 +96,7 @@ class AdmissionEndpoint:
                 request,
                 408,
                 "body_timeout",
-                f"request body not received within {self._body_timeout:g} s",
+                messages.body_timeout(self._body_timeout),
                 close=True,
             )
         return self._answer(request, body)
@@ -117,7 +120,7 @@ class AdmissionEndpoint:
             request,
             413,
             "too_large",
-            f"request body exceeds the {self._max_body_bytes}-byte limit (--max-body-bytes)",
+            messages.body_too_large(self._max_body_bytes),
             close=True,
         )
 

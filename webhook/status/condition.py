@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from webhook.rules import Verdict, api, messages, validate_feedbackstore
+from webhook import messages
+from webhook.rules import Verdict, api, validate_feedbackstore
 from webhook.rules.report import summarize
 from webhook.status.timestamps import parse_time, rfc3339
 

@@ -1,0 +1,185 @@
+"""Every sentence the rules and the admission webhook say to a user, in one place.
+
+The words are product (SPEC §1 and §3): a reviewer reads and changes them here,
+not in the logic that decides when to say them. The verdict's sentences are
+shared by the webhook, the status writer, the CLI and the CRD's CEL rules, so
+one declaration keeps a cluster without the webhook saying what the webhook
+says; admission's sentences sit beside them so that all a user reads from
+`kubectl apply` is in one file.
+
+Not here: the field errors' own vocabulary (`Required value`, `Duplicate
+value`, ...) is apimachinery's and lives in `rules/field_errors.py`, the DNS
+name rules' in `rules/metadata.py`, and the shape of a denial
+(`Kind.group "name" is invalid: ...`) is kube-apiserver's, in
+`admission/denial.py`. Audit annotation values are machine values, kept with
+their keys.
+
+Pure: no I/O, nothing but the stdlib and the rules' identity constants (`api`,
+`inuse`). Sentences with no varying part are module-level constants, so the hot
+path pays nothing for them; a function builds only what varies, and only the
+error and warning paths call one. Importing `webhook.rules` loads the verdict,
+which imports this module; the verdict reads these names only when it runs, and
+`api` and `inuse` import nothing, so either side may be imported first.
+"""
+
+from collections.abc import Sequence
+from typing import Final
+
+from webhook.rules import api, inuse
+
+# -- The verdict: what the FeedbackStore rules find (SPEC §1) -----------------------------
+
+MESSAGE_VALID: Final = "feedback store spec is coherent"
+
+# The platform's wording for the cross-field invariants (SPEC §1).
+MSG_NO_SOURCE: Final = (
+    "feedback must declare at least one source: human.scores or an external channel"
+)
+MSG_DUP_HUMAN: Final = "human score names must be unique"
+MSG_DUP_ACROSS: Final = (
+    "a score name is declared by both human and an external channel; "
+    "score names must be unique across all sources"
+)
+MSG_DUP_EXTERNAL: Final = "each external channel must declare a distinct score name"
+MSG_DUP_CHANNEL: Final = "external channel names must be unique"
+
+# Further words of the verdict: what a missing or empty part needs, and the
+# warnings (allowed, but surprising).
+MSG_HUMAN_SCORES_REQUIRED: Final = "human.scores is required when human is set"
+MSG_HUMAN_SCORES_EMPTY: Final = f"must have at least {api.MIN_HUMAN_SCORES} item"
+MSG_CHANNEL_SCORE_REQUIRED: Final = "the score this channel writes"
+WARN_MONITOR: Final = (
+    "Monitor accepts undeclared score names (counted, not rejected); use only to migrate"
+)
+WARN_NO_CATEGORIES: Final = "CATEGORICAL score declares no categories, so any label is accepted"
+
+# Offline only (the CLI): in a cluster the API server requires the name itself.
+MSG_NAME_REQUIRED: Final = "a FeedbackStore needs a name"
+
+
+def first_declared_at(why: str, first: str) -> str:
+    """A duplicate's detail: the rule, then where the name was declared first."""
+    return f"{why} (first declared at {first})"
+
+
+def warn_categories_ignored(data_type: str) -> str:
+    return f"ignored: dataType is {data_type}, not {api.CATEGORICAL}"
+
+
+def warn_untrimmed(quoted_name: str) -> str:
+    return f"{quoted_name} has leading/trailing whitespace; the gateway trims names"
+
+
+def more_problems(count: int) -> str:
+    """The tail of a bounded list of problems (a denial, a Condition, the CLI)."""
+    return f"and {count} more problem{'s' if count != 1 else ''}"
+
+
+# -- Admission request errors: the 4xx answers of POST /validate ---------------------------
+# 400: the body is not a usable AdmissionReview (SPEC §3).
+
+
+def review_too_deep(error: object) -> str:
+    return f"request body is nested too deeply: {error}"
+
+
+def review_not_json(error: object) -> str:
+    return f"request body is not JSON: {error}"
+
+
+def review_not_object(shown: str) -> str:
+    return f"request body must be a JSON object (an AdmissionReview), got {shown}"
+
+
+def review_wrong_kind(
+    expected_kind: str, expected_versions: Sequence[str], kind: str, api_version: str
+) -> str:
+    """`expected_*`: the envelope's declaration; `kind`, `api_version`: what was sent, shown."""
+    versions = " or ".join(f'"{version}"' for version in expected_versions)
+    return (
+        f'expected kind "{expected_kind}" with apiVersion {versions}, '
+        f"got kind {kind} and apiVersion {api_version}"
+    )
+
+
+MSG_NO_REQUEST: Final = "AdmissionReview has no request"
+MSG_NO_UID: Final = "AdmissionReview request has no uid"
+
+
+def request_not_object(shown: str) -> str:
+    return f"request: must be an object, got {shown}"
+
+
+def review_invalid(errors: Sequence[str], more: int) -> str:
+    """`invalid AdmissionReview: path: what was expected; ...`, counting the errors not shown."""
+    parts = [*errors, f"and {more} more"] if more else errors
+    return "invalid AdmissionReview: " + "; ".join(parts)
+
+
+def object_required(operation: str) -> str:
+    return f"request.object is required for {operation}"
+
+
+# 405, 415, 408, 413: refused before the body is decoded.
+MSG_USE_POST: Final = "use POST"
+
+
+def unsupported_media_type(expected: str, got: str) -> str:
+    return f"Content-Type must be {expected}, got {got}"
+
+
+def body_timeout(seconds: float) -> str:
+    return f"request body not received within {seconds:g} s"
+
+
+def body_too_large(limit: int) -> str:
+    return f"request body exceeds the {limit}-byte limit (--max-body-bytes)"
+
+
+# -- Admission warnings: allowed, and the user should know why (SPEC §3) -------------------
+
+# Why an UPDATE passes whatever its spec says.
+EXEMPT_UNCHANGED_SPEC: Final = "this update does not change spec"
+EXEMPT_TERMINATING: Final = "the object is being deleted"
+
+
+def warn_invalid_but_allowed(exemption: str, count: int) -> str:
+    return (
+        f"allowed because {exemption}, but spec is invalid "
+        f"({count} problem{'s' if count != 1 else ''}); fix it before changing spec"
+    )
+
+
+def warn_unchecked_operation(quoted_operation: str) -> str:
+    return f"operation {quoted_operation} is not checked by this webhook; allowed"
+
+
+def warn_foreign_resource(quoted_resource: str) -> str:
+    """A request the webhook configuration should not have sent here."""
+    return (
+        f"{quoted_resource} is not {api.PLURAL}.{api.GROUP}: allowed unchecked; "
+        "fix the webhook's rules"
+    )
+
+
+def more_warnings(count: int) -> str:
+    """The tail of a bounded list of warnings."""
+    return f"and {count} more warning{'s' if count != 1 else ''}"
+
+
+# -- Deletion: what a DELETE of a store in use is told (SPEC §7) ---------------------------
+
+
+def delete_in_use(quoted_name: str, state: str) -> str:
+    """The headline: `state` is the tail of the InUse condition's message."""
+    return f"{api.KIND} {quoted_name} is {state}"
+
+
+# The state when the InUse condition is True but carries no message.
+IN_USE: Final = "in use"
+DELETE_DEFERRED: Final = (
+    f"it stays Terminating until no {inuse.AGENT_KIND} references it, then it is deleted"
+)
+DELETE_UNPROTECTED: Final = (
+    "it is deleted now (the status writer has not protected it yet): its agents will go Ready=False"
+)

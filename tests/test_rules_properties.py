@@ -4,7 +4,8 @@
   (and the declarative pydantic model agrees);
 - adding one duplicate score name yields exactly one new problem, at that field;
 - per-field limits agree with the pydantic model on near-valid specs;
-- no JSON-like input, however hostile, makes the verdict raise.
+- no JSON-like input, however hostile, makes the verdict raise;
+- the verdict's shortcut calls a spec clean exactly when the walk finds nothing in it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from webhook.rules import ErrorType, api, validate_spec
+from webhook.rules import verdict as verdict_module
 from webhook.rules.model import typed_spec
 
 # Mostly short names (cheap to generate), sometimes right at the length limit.
@@ -222,3 +224,104 @@ def test_no_input_makes_the_verdict_raise(spec: object) -> None:
 def test_hostile_shapes_get_problems_not_exceptions(spec: object) -> None:
     verdict = validate_spec(spec)
     assert not verdict.valid
+
+
+def walk_finds_nothing(spec: object) -> bool:
+    """The walk's own answer, without the shortcut in front of it."""
+    found = verdict_module._verdict(verdict_module._spec(spec))
+    return not found.problems and not found.warnings
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(valid_specs(), near_valid_specs(), json_values))
+def test_the_shortcut_calls_a_spec_clean_exactly_when_the_walk_finds_nothing(spec: object) -> None:
+    # Only one direction is needed for correct verdicts (clean must mean clean);
+    # the other keeps the shortcut from quietly sending every spec down the walk.
+    assert verdict_module._quiet_spec(spec) == walk_finds_nothing(spec)
+
+
+def _spec_with(**score: object) -> dict[str, Any]:
+    return {"human": {"scores": [{"name": "tone", **score}]}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "clean"),
+    [
+        (_spec_with(), True),
+        (_spec_with(dataType=None, categories=[]), True),
+        (_spec_with(dataType="CATEGORICAL", categories=["a", "b"]), True),
+        ({"mode": None, **_spec_with(dataType="BOOLEAN")}, True),
+        ({"human": {"scores": [{"name": "a"}]}, "external": []}, True),
+        ({"external": [{"name": "c", "score": {"name": "s"}}]}, True),
+        ({"mode": "Monitor", **_spec_with()}, False),
+        (_spec_with(dataType="CATEGORICAL"), False),
+        (_spec_with(dataType="CATEGORICAL", categories=[]), False),
+        (_spec_with(dataType="NUMERIC", categories=["a"]), False),
+        (_spec_with(categories=["a", "a"]), False),
+        (_spec_with(dataType="CATEGORICAL", categories=["a", "a"]), False),
+        (_spec_with(dataType="CATEGORICAL", categories=["a", 1]), False),
+        (_spec_with(dataType=["CATEGORICAL"]), False),
+        (_spec_with(categories={}), False),
+        ({"human": {"scores": [{"name": " tone"}]}}, False),
+        ({"human": {"scores": [{"name": "a"}, {"name": "a"}]}}, False),
+        (
+            {
+                "human": {"scores": [{"name": "a"}]},
+                "external": [{"name": "c", "score": {"name": "a"}}],
+            },
+            False,
+        ),
+        (
+            {
+                "external": [
+                    {"name": "c", "score": {"name": "s"}},
+                    {"name": "c", "score": {"name": "t"}},
+                ]
+            },
+            False,
+        ),
+        (
+            {
+                "external": [
+                    {"name": "c", "score": {"name": "s"}},
+                    {"name": "d", "score": {"name": "s"}},
+                ]
+            },
+            False,
+        ),
+        ({"external": [{"name": "c"}]}, False),
+        ({"human": None, "external": None}, False),
+        ({"human": {"scores": []}}, False),
+        ({"human": {}}, False),
+        ({"mode": {"Enforce": 1}, **_spec_with()}, False),
+    ],
+    ids=[
+        "plain score",
+        "null dataType, empty categories",
+        "categorical with categories",
+        "null mode",
+        "empty external beside human",
+        "external only",
+        "monitor mode warns",
+        "categorical without categories warns",
+        "categorical with empty categories warns",
+        "numeric with categories warns",
+        "repeated category, default type",
+        "repeated category",
+        "a number among categories",
+        "dataType of the wrong type",
+        "categories of the wrong type",
+        "untrimmed name warns",
+        "human names repeat",
+        "a name in human and external",
+        "channel names repeat",
+        "channel score names repeat",
+        "channel without score",
+        "no source",
+        "empty scores",
+        "human without scores",
+        "mode of the wrong type",
+    ],
+)
+def test_the_shortcut_on_each_way_a_spec_can_be_nearly_clean(spec: object, clean: bool) -> None:
+    assert verdict_module._quiet_spec(spec) == clean == walk_finds_nothing(spec)

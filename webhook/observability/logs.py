@@ -88,7 +88,11 @@ class JsonFormatter(logging.Formatter):
             "pid": record.process,
         }
         attributes = vars(record)
-        if len(attributes) > _PLAIN_RECORD_SIZE:  # something came with `extra=`
+        extras = len(attributes) - _PLAIN_RECORD_SIZE  # what came with `extra=`
+        fields = attributes.get(_FIELDS) if extras == 1 else None
+        if type(fields) is dict:  # `log_fields`: no need to look at the others
+            entry.update(fields)
+        elif extras > 0:
             for key, value in attributes.items():
                 if key == _FIELDS and isinstance(value, dict):
                     entry.update(value)

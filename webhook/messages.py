@@ -5,14 +5,16 @@ not in the logic that decides when to say them. The verdict's sentences are
 shared by the webhook, the status writer, the CLI and the CRD's CEL rules, so
 one declaration keeps a cluster without the webhook saying what the webhook
 says; admission's sentences sit beside them so that all a user reads from
-`kubectl apply` is in one file.
+`kubectl apply` is in one file, and so do the webhook's other endpoints' (the
+probes' bodies, the 404 and 405 refusals).
 
 Not here: the field errors' own vocabulary (`Required value`, `Duplicate
 value`, ...) is apimachinery's and lives in `rules/field_errors.py`, the DNS
 name rules' in `rules/metadata.py`, and the shape of a denial
 (`Kind.group "name" is invalid: ...`) is kube-apiserver's, in
 `admission/denial.py`. Audit annotation values are machine values, kept with
-their keys.
+their keys; so are a refusal's metav1 Status reasons (`NotFound`, ...), in
+`server/refusal.py`.
 
 Pure: no I/O, nothing but the stdlib and the rules' identity constants (`api`,
 `inuse`). Sentences with no varying part are module-level constants, so the hot
@@ -134,6 +136,24 @@ def body_timeout(seconds: float) -> str:
 
 def body_too_large(limit: int) -> str:
     return f"request body exceeds the {limit}-byte limit (--max-body-bytes)"
+
+
+# -- The other endpoints: the probes and what is not /validate -----------------------------
+# Whole plain-text bodies of /healthz and /readyz, newline included: a probe or
+# curl reads them as one line.
+PROBE_OK: Final = "ok\n"
+PROBE_SHUTTING_DOWN: Final = "shutting down\n"
+PROBE_NOT_ACCEPTING: Final = "not accepting connections yet\n"
+
+
+def no_endpoint(path: str) -> str:
+    """404: any path the port does not serve."""
+    return f"no endpoint {path}; admission reviews go to POST /validate"
+
+
+def get_only(path: str) -> str:
+    """405: the probes and /metrics answer GET and HEAD."""
+    return f"{path} answers GET only"
 
 
 # -- Admission warnings: allowed, and the user should know why (SPEC §3) -------------------

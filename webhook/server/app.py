@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from webhook import messages
 from webhook.server.admission_endpoint import AdmissionEndpoint
 from webhook.server.certificate import ServingCertificate
 from webhook.server.config import ServerConfig
@@ -103,7 +104,7 @@ async def healthz(request: web.Request) -> web.Response:
     """Alive: the event loop answers."""
     if request.method not in ("GET", "HEAD"):
         return _get_only(request)
-    return web.Response(text="ok\n")
+    return web.Response(text=messages.PROBE_OK)
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -112,10 +113,10 @@ async def readyz(request: web.Request) -> web.Response:
         return _get_only(request)
     lifecycle = request.app[LIFECYCLE]
     if lifecycle.shutting_down:
-        return web.Response(status=503, text="shutting down\n")
+        return web.Response(status=503, text=messages.PROBE_SHUTTING_DOWN)
     if not lifecycle.ready:
-        return web.Response(status=503, text="not accepting connections yet\n")
-    return web.Response(text="ok\n")
+        return web.Response(status=503, text=messages.PROBE_NOT_ACCEPTING)
+    return web.Response(text=messages.PROBE_OK)
 
 
 async def metrics_page(request: web.Request) -> web.Response:
@@ -127,9 +128,9 @@ async def metrics_page(request: web.Request) -> web.Response:
 
 async def not_found(request: web.Request) -> web.Response:
     request.app[METRICS].count_bad_request("not_found")
-    return refusal(404, f"no endpoint {request.path}; admission reviews go to POST /validate"[:200])
+    return refusal(404, messages.no_endpoint(request.path)[:200])
 
 
 def _get_only(request: web.Request) -> web.Response:
     request.app[METRICS].count_bad_request("method_not_allowed")
-    return refusal(405, f"{request.path} answers GET only", allow="GET, HEAD")
+    return refusal(405, messages.get_only(request.path), allow="GET, HEAD")

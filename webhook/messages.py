@@ -139,9 +139,10 @@ def body_too_large(limit: int) -> str:
 
 
 # -- The other endpoints: the probes and what is not /validate -----------------------------
-# Whole plain-text bodies of /healthz and /readyz, newline included: a probe or
-# curl reads them as one line.
+# Whole plain-text bodies of /healthz and /readyz (the webhook's and the status
+# writer's), newline included: a probe or curl reads them as one line.
 PROBE_OK: Final = "ok\n"
+PROBE_NOT_READY: Final = "not ready\n"
 PROBE_SHUTTING_DOWN: Final = "shutting down\n"
 PROBE_NOT_ACCEPTING: Final = "not accepting connections yet\n"
 

@@ -13,7 +13,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from webhook import messages
 from webhook.observability.metrics import CONTENT_TYPE
+
+_OK = messages.PROBE_OK.encode()
+_NOT_READY = messages.PROBE_NOT_READY.encode()
 
 
 class HealthServer:
@@ -67,5 +71,5 @@ class HealthServer:
 
 def _probe(ok: bool) -> tuple[HTTPStatus, str, bytes]:
     if ok:
-        return HTTPStatus.OK, "text/plain", b"ok\n"
-    return HTTPStatus.SERVICE_UNAVAILABLE, "text/plain", b"not ready\n"
+        return HTTPStatus.OK, "text/plain", _OK
+    return HTTPStatus.SERVICE_UNAVAILABLE, "text/plain", _NOT_READY

@@ -18,7 +18,7 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.emulator import ApiServerEmulator, fixtures
+from tests.emulator import ApiServerEmulator, errors, fixtures
 from tests.emulator.raw import send
 from tests.emulator.samples import GROUP, PLURAL, VERSION, feedbackstore
 
@@ -297,20 +297,31 @@ def test_pagination_returns_a_consistent_snapshot_across_pages(
     assert names == [f"fs-{i}" for i in range(5)]
 
 
-def test_a_continue_token_from_before_compaction_is_410(
+def test_a_continue_token_from_before_compaction_is_410_with_a_token_for_the_rest_as_of_now(
     apiserver: ApiServerEmulator,
     api: client.CustomObjectsApi,
 ) -> None:
+    """The Status the real server sends (tests/kube/test_status_pager_real.py pins it there)."""
     for index in range(3):
         apiserver.create("ns", feedbackstore(f"fs-{index}"))
     first = api.list_cluster_custom_object(GROUP, VERSION, PLURAL, limit=1)
     apiserver.update("ns", "fs-0", lambda o: o["spec"].update(mode="Monitor"))
+    apiserver.create("ns", feedbackstore("fs-3-late"))
     apiserver.faults.expire_resource_versions()
     with pytest.raises(ApiException) as raised:
         api.list_cluster_custom_object(
             GROUP, VERSION, PLURAL, limit=1, _continue=first["metadata"]["continue"]
         )
     assert raised.value.status == 410
+    status = json.loads(raised.value.body)
+    assert (status["code"], status["reason"]) == (410, "Expired")
+    assert status["message"] == errors.CONTINUE_INCONSISTENT
+    # The way on: the rest of the list after the first page, read at the latest revision.
+    rest = api.list_cluster_custom_object(
+        GROUP, VERSION, PLURAL, _continue=status["metadata"]["continue"]
+    )
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["fs-1", "fs-2", "fs-3-late"]
+    assert rest["metadata"]["resourceVersion"] == str(apiserver.resource_version)
 
 
 def test_send_initial_events_ends_with_an_annotated_bookmark(

@@ -56,7 +56,8 @@ Python API (stable; the status-writer tests depend on it)::
 
 Faithful (tested in tests/test_emulator_*.py with the real client): list with resourceVersion,
 resourceVersionMatch (NotOlderThan/Exact, 410 when compacted, 504 when too new) and
-limit/continue; watch with ADDED/MODIFIED/DELETED/BOOKMARK/ERROR, 410 Expired, timeoutSeconds,
+limit/continue (a compacted token: 410 Expired with a token for the rest at the latest
+revision); watch with ADDED/MODIFIED/DELETED/BOOKMARK/ERROR, 410 Expired, timeoutSeconds,
 sendInitialEvents; create/get/update/patch/delete with 201/200/202 answers; metav1.Status errors
 (404, 409 Conflict/AlreadyExists, 410, 422 Invalid with causes, 400, 415, 429 + Retry-After,
 500, 504); status subresource semantics and generation; optimistic concurrency (PUT on a custom

@@ -115,10 +115,25 @@ def expired(message: str) -> ApiError:
 
 
 LIST_TOO_OLD = "The resourceVersion for the provided list is too old."
-CONTINUE_TOO_OLD = (
+CONTINUE_INCONSISTENT = (
     "The provided continue parameter is too old to display a consistent list result. "
-    "You can start a new list without the continue parameter."
+    "You can start a new list without the continue parameter, or use the continue token in "
+    "this response to retrieve the remainder of the results. Continuing with the provided "
+    "token results in an inconsistent list - objects that were created, modified, or deleted "
+    "between the time the first chunk was returned and now may show up in the list."
 )
+
+
+def continue_expired(inconsistent_token: str) -> ApiError:
+    """A continue token from before the compaction point: 410 Expired, and a way on.
+
+    As etcd3's ``handleCompactedErrorForPaging``: the Status's ``metadata.continue`` is a
+    token for the rest of the list at the latest revision (its ``rv`` is -1), which the
+    message calls inconsistent (tests/kube/test_status_pager_real.py saw exactly this).
+    """
+    body = status_body(410, "Expired", CONTINUE_INCONSISTENT)
+    body["metadata"] = {"continue": inconsistent_token}
+    return ApiError(body)
 
 
 def too_old_watch(requested: int, oldest: int) -> dict[str, Any]:

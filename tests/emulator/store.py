@@ -8,7 +8,8 @@ Kubernetes imitated:
   exact list from a revision older than the compaction point is "410 Gone" (reason Expired).
 - "API Concepts: Semantics for get and list": resourceVersion unset (most recent), "0" (any),
   NotOlderThan and Exact (served from history), and pagination with limit/continue from the
-  first page's snapshot.
+  first page's snapshot; a continue token from before the compaction point is 410 Expired
+  with a token for the rest of the list at the latest revision, as etcd3's storage answers.
 - "Optimistic concurrency" (API Conventions: Concurrency Control and Consistency): an update
   whose metadata.resourceVersion is not the stored one is a 409 Conflict.
 - "Custom Resources: Status subresource": main-resource writes keep the old status, /status
@@ -53,6 +54,8 @@ _SYSTEM_META = (
     "managedFields",
     "selfLink",
 )
+# A continue token's revision that means "the latest", as etcd3's (an expired token's way on).
+_LATEST = -1
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _NAMESPACE_MISMATCH = (
     "the namespace of the provided object does not match the namespace sent on the request"
@@ -183,8 +186,10 @@ class Store:
             start_after: Key | None = None
             if continue_token:
                 at, start_after = self._decode_continue(continue_token)
-                if at < self._compacted:
-                    raise errors.expired(errors.CONTINUE_TOO_OLD)
+                if at == _LATEST:  # the way on that a 410 offers: the rest, as of now
+                    at = self._rv
+                elif at < self._compacted:
+                    raise errors.continue_expired(self._encode_continue(_LATEST, start_after))
             else:
                 at = self._list_revision(resource_version, match)
             state = self._state_at(resource, at)

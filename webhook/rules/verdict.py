@@ -294,14 +294,30 @@ def _name(name: object, owner: str) -> tuple[str | None, Finding | None]:
     return name, FieldWarning(path, messages.warn_untrimmed(quote(shown)))
 
 
+def _categories(categories: object, path: str) -> Iterator[Finding]:
+    if type(categories) is not list:
+        yield type_invalid(path, categories, "array")
+        return
+    if len(categories) > api.MAX_CATEGORIES:
+        yield too_many(path, len(categories), api.MAX_CATEGORIES)
+    seen: set[str] = set()
+    for index, category in enumerate(categories):
+        if type(category) is not str:
+            yield type_invalid(f"{path}[{index}]", category, "string")
+        elif category in seen:
+            yield duplicate(f"{path}[{index}]", category)
+        else:
+            seen.add(category)
+
+
 def _quiet_name(name: object) -> TypeGuard[str]:
     """Whether `_name` has nothing to say about `name`: the one statement of a good name."""
     return type(name) is str and 0 < len(name) <= api.MAX_NAME_LENGTH and name == name.strip()
 
 
-# The shortcut. Everything below `_quiet_spec` restates, as yes-or-no questions
-# answered with as few Python steps as possible, what the walk above checks; it
-# says nothing about *what* is wrong, so it can only send a spec to the walk.
+# The shortcut. `_quiet_spec` and what follows it restate, as yes-or-no questions
+# answered with as few Python steps as possible, what the walk above checks; they
+# say nothing about *what* is wrong, so they can only send a spec to the walk.
 
 
 def _quiet_spec(spec: object) -> bool:
@@ -393,19 +409,3 @@ def _distinct_strings(categories: object) -> bool:
     except TypeError:
         return False
     return len(set(categories)) == len(categories)
-
-
-def _categories(categories: object, path: str) -> Iterator[Finding]:
-    if type(categories) is not list:
-        yield type_invalid(path, categories, "array")
-        return
-    if len(categories) > api.MAX_CATEGORIES:
-        yield too_many(path, len(categories), api.MAX_CATEGORIES)
-    seen: set[str] = set()
-    for index, category in enumerate(categories):
-        if type(category) is not str:
-            yield type_invalid(f"{path}[{index}]", category, "string")
-        elif category in seen:
-            yield duplicate(f"{path}[{index}]", category)
-        else:
-            seen.add(category)

@@ -48,7 +48,7 @@ def invalid_status(name: str, verdict: Verdict) -> dict[str, Any]:
 def _listed(problems: Sequence[Problem]) -> tuple[list[str], list[dict[str, str]]]:
     """`field: message` lines and causes of the leading problems that fit MESSAGE_BUDGET.
 
-    The rule of `webhook.rules.report.fit_lines` (the lines joined by ", " fit;
+    The rule of `webhook.rules.summary.fit_lines` (the lines joined by ", " fit;
     at least one, cut if need be), in one pass that stops at the budget: each
     message is made once, and none for the thousands of problems past it.
     """

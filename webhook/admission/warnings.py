@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from webhook import messages
-from webhook.rules.report import fit_lines
+from webhook.rules.summary import fit_lines
 
 # Kubernetes' guidance for a warning's length; longer ones are cut with "...".
 MAX_WARNING_LENGTH: Final = 120

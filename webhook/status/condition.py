@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from webhook import messages
 from webhook.rules import Verdict, api, validate_feedbackstore
-from webhook.rules.report import summarize
+from webhook.rules.summary import summarize
 from webhook.status.timestamps import parse_time, rfc3339
 
 # metav1.Condition.message is capped at 32768 characters by the API.

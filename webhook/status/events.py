@@ -29,7 +29,7 @@ from kubernetes.client.exceptions import ApiException
 
 from webhook import messages
 from webhook.rules import Verdict, api
-from webhook.rules.report import summarize
+from webhook.rules.summary import summarize
 from webhook.status.condition import STATUS_FALSE, STATUS_TRUE
 from webhook.status.correlation import Correlated, EventCorrelator
 from webhook.status.kubeapi import FIELD_MANAGER, REQUEST_TIMEOUT

@@ -19,10 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.crd_apiserver import CrdServer, Outcome
-from webhook import messages
 from webhook.manifests import crd_manifest
 from webhook.manifests.cel_rules import MIN_KUBERNETES, SPEC_RULES, CelRule
-from webhook.rules import api, validate_feedbackstore
+from webhook.rules import api, messages, validate_feedbackstore
 from webhook.rules.field_errors import quote
 
 SERVER = CrdServer.from_crd(crd_manifest())

@@ -20,10 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.crd_apiserver import CrdServer
-from webhook import messages
 from webhook.cli.manifests import crd_text
 from webhook.manifests import crd_manifest
-from webhook.rules import api, validate_feedbackstore
+from webhook.rules import api, messages, validate_feedbackstore
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CRD_FILE = ROOT / "manifests" / "crd" / "feedbackstores.agents.ctxmesh.ai.yaml"

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from tests.rules_builders import channel, channels, human, score, scores
-from webhook import messages
-from webhook.rules import ErrorType, api, validate_feedbackstore, validate_spec
+from webhook.rules import ErrorType, api, messages, validate_feedbackstore, validate_spec
 
 REQ = ErrorType.REQUIRED
 DUP = ErrorType.DUPLICATE

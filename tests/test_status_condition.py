@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from webhook import messages
-from webhook.rules import api
+from webhook.rules import api, messages
 from webhook.status.condition import (
     MAX_CONDITION_MESSAGE,
     apply_configuration,

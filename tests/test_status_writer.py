@@ -28,7 +28,7 @@ from tests.status_support import (
     store_requests,
     validated,
 )
-from webhook import messages
+from webhook.rules import messages
 
 apiserver = fixtures.apiserver  # a started emulator per test
 

@@ -1,81 +1,25 @@
-"""Every sentence the rules and the admission webhook say to a user, in one place.
+"""Every sentence the admission webhook says to a user, in one place.
 
-The words are product (SPEC §1 and §3): a reviewer reads and changes them here,
-not in the logic that decides when to say them. The verdict's sentences are
-shared by the webhook, the status writer, the CLI and the CRD's CEL rules, so
-one declaration keeps a cluster without the webhook saying what the webhook
-says; admission's sentences sit beside them so that all a user reads from
-`kubectl apply` is in one file, and so do the webhook's other endpoints' (the
-probes' bodies, the 404 and 405 refusals).
+The words are product (SPEC §3): a reviewer reads and changes them here, not in
+the logic that decides when to say them. All a user reads from `kubectl apply`
+is here, beside the webhook's other endpoints' (the probes' bodies, the 404 and
+405 refusals). The verdict's own sentences (SPEC §1) are the rules' and live in
+`rules/messages.py`.
 
-Not here: the field errors' own vocabulary (`Required value`, `Duplicate
-value`, ...) is apimachinery's and lives in `rules/field_errors.py`, the DNS
-name rules' in `rules/metadata.py`, and the shape of a denial
-(`Kind.group "name" is invalid: ...`) is kube-apiserver's, in
-`admission/denial.py`. Audit annotation values are machine values, kept with
-their keys; so are a refusal's metav1 Status reasons (`NotFound`, ...), in
-`server/refusal.py`.
+Not here: the shape of a denial (`Kind.group "name" is invalid: ...`) is
+kube-apiserver's, in `admission/denial.py`. Audit annotation values are machine
+values, kept with their keys; so are a refusal's metav1 Status reasons
+(`NotFound`, ...), in `server/refusal.py`.
 
 Pure: no I/O, nothing but the stdlib and the rules' identity constants (`api`,
-`inuse`). Sentences with no varying part are module-level constants, so the hot
-path pays nothing for them; a function builds only what varies, and only the
-error and warning paths call one. Importing `webhook.rules` loads the verdict,
-which imports this module; the verdict reads these names only when it runs, and
-`api` and `inuse` import nothing, so either side may be imported first.
+`inuse`). Sentences with no varying part are module-level constants; a function
+builds only what varies.
 """
 
 from collections.abc import Sequence
 from typing import Final
 
 from webhook.rules import api, inuse
-
-# -- The verdict: what the FeedbackStore rules find (SPEC §1) -----------------------------
-
-MESSAGE_VALID: Final = "feedback store spec is coherent"
-
-# The platform's wording for the cross-field invariants (SPEC §1).
-MSG_NO_SOURCE: Final = (
-    "feedback must declare at least one source: human.scores or an external channel"
-)
-MSG_DUP_HUMAN: Final = "human score names must be unique"
-MSG_DUP_ACROSS: Final = (
-    "a score name is declared by both human and an external channel; "
-    "score names must be unique across all sources"
-)
-MSG_DUP_EXTERNAL: Final = "each external channel must declare a distinct score name"
-MSG_DUP_CHANNEL: Final = "external channel names must be unique"
-
-# Further words of the verdict: what a missing or empty part needs, and the
-# warnings (allowed, but surprising).
-MSG_HUMAN_SCORES_REQUIRED: Final = "human.scores is required when human is set"
-MSG_HUMAN_SCORES_EMPTY: Final = f"must have at least {api.MIN_HUMAN_SCORES} item"
-MSG_CHANNEL_SCORE_REQUIRED: Final = "the score this channel writes"
-WARN_MONITOR: Final = (
-    "Monitor accepts undeclared score names (counted, not rejected); use only to migrate"
-)
-WARN_NO_CATEGORIES: Final = "CATEGORICAL score declares no categories, so any label is accepted"
-
-# Offline only (the CLI): in a cluster the API server requires the name itself.
-MSG_NAME_REQUIRED: Final = "a FeedbackStore needs a name"
-
-
-def first_declared_at(why: str, first: str) -> str:
-    """A duplicate's detail: the rule, then where the name was declared first."""
-    return f"{why} (first declared at {first})"
-
-
-def warn_categories_ignored(data_type: str) -> str:
-    return f"ignored: dataType is {data_type}, not {api.CATEGORICAL}"
-
-
-def warn_untrimmed(quoted_name: str) -> str:
-    return f"{quoted_name} has leading/trailing whitespace; the gateway trims names"
-
-
-def more_problems(count: int) -> str:
-    """The tail of a bounded list of problems (a denial, a Condition, the CLI)."""
-    return f"and {count} more problem{'s' if count != 1 else ''}"
-
 
 # -- Admission request errors: the 4xx answers of POST /validate ---------------------------
 # 400: the body is not a usable AdmissionReview (SPEC §3).

@@ -22,7 +22,6 @@ from typing import Any
 
 import orjson
 
-import webhook.messages
 import webhook.rules.verdict as ours
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -36,8 +35,8 @@ def baseline_module(revision: str) -> Any:
         ["git", "show", f"{revision}:webhook/rules/verdict.py"],
         capture_output=True, text=True, check=True, cwd=HERE,
     ).stdout  # fmt: skip
-    # The sentences lived in webhook/rules/messages.py until da07f48.
-    sys.modules.setdefault("webhook.rules.messages", webhook.messages)
+    # From da07f48 until issue 15 the verdict's sentences lived in webhook/messages.py.
+    source = source.replace("from webhook import messages", "from webhook.rules import messages")
     module = types.ModuleType("baseline_verdict")
     sys.modules[module.__name__] = module  # dataclasses look their module up
     exec(compile(source, f"{revision}:webhook/rules/verdict.py", "exec"), module.__dict__)

@@ -44,10 +44,9 @@ from tests.rules_builders import channel, channels, human, score, scores
 from tests.test_crd_cel import CROSS_FIELD_CASES
 from tests.test_crd_schema import PER_FIELD_CASES
 from tests.test_rules_verdict import CASES
-from webhook import messages
 from webhook.manifests import crd_manifest
 from webhook.manifests.cel_rules import SPEC_RULES
-from webhook.rules import ErrorType, validate_spec
+from webhook.rules import ErrorType, messages, validate_spec
 from webhook.rules import api as rules_api
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]

@@ -19,6 +19,7 @@ from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
 from webhook.admission.warnings import bounded, shorten
 from webhook.rules import Verdict, api, validate_feedbackstore
 from webhook.rules.field_errors import quote
+from webhook.rules.messages import more_problems
 
 CREATE: Final = "CREATE"
 UPDATE: Final = "UPDATE"
@@ -125,7 +126,7 @@ def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
     headline = messages.warn_invalid_but_allowed(_EXEMPTION_REASONS[why], count)
     shown = [str(p) for p in verdict.problems[:_PROBLEMS_IN_WARNINGS]]
     if count > len(shown):
-        shown.append(messages.more_problems(count - len(shown)))
+        shown.append(more_problems(count - len(shown)))
     return bounded([headline, *shown])
 
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from webhook import messages
-from webhook.rules import Problem, Verdict, api
+from webhook.rules import Problem, Verdict, api, messages
 from webhook.rules.field_errors import quote
 
 INVALID_CODE: Final = 422

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from webhook import messages
 from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
+from webhook.rules import messages
 from webhook.rules.manifest import ManifestVerdict, check_manifest, is_feedbackstore, list_items
 
 if TYPE_CHECKING:

@@ -52,8 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webhook import messages
-from webhook.rules import api
+from webhook.rules import api, messages
 from webhook.rules.field_errors import GO_ESCAPES, ErrorType
 
 MIN_KUBERNETES = (1, 28)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from webhook import messages
-from webhook.rules import api
+from webhook.rules import api, messages
 from webhook.rules.field_errors import Problem, invalid, required, too_long, type_invalid
 
 _SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from webhook import messages
+from webhook.rules import messages
 from webhook.rules.verdict import Verdict
 
 

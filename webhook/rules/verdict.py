@@ -14,11 +14,6 @@ the part had the wrong type). `_verdict` keeps the first MAX_RECORDED_PROBLEMS
 problems and counts the rest, and keeps the first MAX_RECORDED_WARNINGS
 warnings, so a hostile object with millions of bad items costs counting, not
 memory.
-
-In front of the walk sits its one shortcut, `_quiet_spec` (and `_quiet_score`
-for each score the walk meets): yes-or-no questions that prove a spec or a
-score draws no finding at all, in far fewer Python steps, so the common clean
-spec never enters the walk. It can only say "clean" or "ask the walk".
 """
 
 from __future__ import annotations
@@ -26,10 +21,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
-from webhook import messages
-from webhook.rules import api
+from webhook.rules import api, messages
 from webhook.rules.field_errors import (
     FieldWarning,
     Problem,
@@ -82,8 +76,6 @@ def validate_feedbackstore(obj: object) -> Verdict:
 
 def validate_spec(spec: object) -> Verdict:
     """Verdict for `spec` alone; a missing spec (None) declares no source."""
-    if _quiet_spec(spec):
-        return _CLEAN
     return _verdict(_spec(spec))
 
 
@@ -178,11 +170,9 @@ def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str
     first_at: dict[str, str] = {}
     for index, score in enumerate(scores):
         item = f"{path}[{index}]"
-        name = _quiet_score(score)
+        name = yield from _score(score, item)
         if name is None:
-            name = yield from _score(score, item)
-            if name is None:
-                continue
+            continue
         first = first_at.setdefault(name, item)
         if first is not item:
             yield _duplicate_name(f"{item}.name", name, messages.MSG_DUP_HUMAN, f"{first}.name")
@@ -225,11 +215,9 @@ def _external(
         if score is None:
             yield required(f"{item}.score", messages.MSG_CHANNEL_SCORE_REQUIRED)
             continue
-        score_name = _quiet_score(score)
+        score_name = yield from _score(score, f"{item}.score")
         if score_name is None:
-            score_name = yield from _score(score, f"{item}.score")
-            if score_name is None:
-                continue
+            continue
         human_first = human_names.get(score_name)
         if human_first is not None:
             why, first = messages.MSG_DUP_ACROSS, f"{human_first}.name"
@@ -279,19 +267,17 @@ def _name(name: object, owner: str) -> tuple[str | None, Finding | None]:
 
     The path is only built when there is something to say.
     """
-    if _quiet_name(name):
-        return name, None
+    if type(name) is str and 0 < len(name) <= api.MAX_NAME_LENGTH:
+        if name == name.strip():
+            return name, None
+        shown = name if len(name) <= _MAX_NAME_IN_WARNING else name[:_MAX_NAME_IN_WARNING] + "..."
+        return name, FieldWarning(f"{owner}.name", messages.warn_untrimmed(quote(shown)))
     path = f"{owner}.name"
-    if name is None:
+    if name is None or name == "":
         return None, required(path)
     if type(name) is not str:
         return None, type_invalid(path, name, "string")
-    if not name:
-        return None, required(path)
-    if len(name) > api.MAX_NAME_LENGTH:
-        return None, too_long(path, api.MAX_NAME_LENGTH)
-    shown = name if len(name) <= _MAX_NAME_IN_WARNING else name[:_MAX_NAME_IN_WARNING] + "..."
-    return name, FieldWarning(path, messages.warn_untrimmed(quote(shown)))
+    return None, too_long(path, api.MAX_NAME_LENGTH)
 
 
 def _categories(categories: object, path: str) -> Iterator[Finding]:
@@ -308,89 +294,6 @@ def _categories(categories: object, path: str) -> Iterator[Finding]:
             yield duplicate(f"{path}[{index}]", category)
         else:
             seen.add(category)
-
-
-def _quiet_name(name: object) -> TypeGuard[str]:
-    """Whether `_name` has nothing to say about `name`: the one statement of a good name."""
-    return type(name) is str and 0 < len(name) <= api.MAX_NAME_LENGTH and name == name.strip()
-
-
-# The shortcut. `_quiet_spec` and what follows it restate, as yes-or-no questions
-# answered with as few Python steps as possible, what the walk above checks; they
-# say nothing about *what* is wrong, so they can only send a spec to the walk.
-
-
-def _quiet_spec(spec: object) -> bool:
-    """Whether the walk (`_spec`) would find nothing at all in `spec`: no problem, no warning.
-
-    Most specs are like that, and proving it without the walk's machinery (a
-    generator per part, a field path per item, a finding per check) is the
-    cheap way to a clean verdict. Freshly decoded benchmark reviews, best of
-    6 interleaved rounds, with / without: maximal 301-310 / 372-377 µs, small
-    valid 4.7-5.4 / 7.3-7.9 µs; a small invalid one pays for the look first,
-    14.1-15.9 / 11.6-13.1 µs (bench/README.md, "Issue 9, third pass"). A spec
-    this answers False for goes through the walk, which has the last word;
-    tests/test_rules_properties.py holds the two to the same answer on
-    generated specs, valid and not.
-    """
-    if type(spec) is not dict or not _known_keys(spec, SPEC_FIELDS):
-        return False
-    mode = spec.get("mode")
-    if mode is not None and mode not in _QUIET_MODES:
-        return False
-    names: set[str] = set()
-    human = spec.get("human")
-    if human is not None:
-        if type(human) is not dict or not _known_keys(human, HUMAN_FIELDS):
-            return False
-        scores = human.get("scores")
-        if type(scores) is not list or not 0 < len(scores) <= api.MAX_HUMAN_SCORES:
-            return False
-        for score in scores:
-            name = _quiet_score(score)
-            if name is None:
-                return False
-            names.add(name)
-        if len(names) != len(scores):
-            return False
-    channels = spec.get("external")
-    if channels is not None:
-        if type(channels) is not list or len(channels) > api.MAX_EXTERNAL_CHANNELS:
-            return False
-        declared = len(names)
-        channel_names: set[str] = set()
-        for channel in channels:
-            if type(channel) is not dict or not _known_keys(channel, CHANNEL_FIELDS):
-                return False
-            channel_name = channel.get("name")
-            score_name = _quiet_score(channel.get("score"))
-            if score_name is None or not _quiet_name(channel_name):
-                return False
-            channel_names.add(channel_name)
-            names.add(score_name)
-        if len(channel_names) != len(channels) or len(names) != declared + len(channels):
-            return False
-    return bool(names)  # at least one source
-
-
-_QUIET_MODES = tuple(mode for mode in api.MODES if mode != api.MONITOR_MODE)
-_UNCATEGORIZED = tuple(data_type for data_type in api.DATA_TYPES if data_type != api.CATEGORICAL)
-
-
-def _quiet_score(score: object) -> str | None:
-    """The name of a score `_score` would find nothing to say about; None otherwise."""
-    if type(score) is not dict or not _known_keys(score, SCORE_FIELDS):
-        return None
-    name = score.get("name")
-    if not _quiet_name(name):
-        return None
-    data_type = score.get("dataType")
-    categories = score.get("categories")
-    if data_type == api.CATEGORICAL:
-        quiet = bool(categories) and _distinct_strings(categories)
-    else:  # the default type, or another known one, with no categories to ignore
-        quiet = (data_type is None or data_type in _UNCATEGORIZED) and categories in (None, [])
-    return name if quiet else None
 
 
 def _distinct_strings(categories: object) -> bool:

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from webhook import messages
-from webhook.rules import Verdict, api, validate_feedbackstore
+from webhook.rules import Verdict, api, messages, validate_feedbackstore
 from webhook.rules.summary import summarize
 from webhook.status.timestamps import parse_time, rfc3339
 

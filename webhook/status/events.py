@@ -27,8 +27,7 @@ import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event
 from kubernetes.client.exceptions import ApiException
 
-from webhook import messages
-from webhook.rules import Verdict, api
+from webhook.rules import Verdict, api, messages
 from webhook.rules.summary import summarize
 from webhook.status.condition import STATUS_FALSE, STATUS_TRUE
 from webhook.status.correlation import Correlated, EventCorrelator

@@ -43,7 +43,7 @@ class WebhookMetrics(Families):
         r = self.registry
         self.requests = Counter(
             f"{PREFIX}_admission_requests",
-            "Admission reviews answered, by operation and verdict (allowed or denied).",
+            "Admission reviews answered, by operation and verdict (allowed, denied or error).",
             ["operation", "verdict"],
             registry=r,
         )
@@ -90,6 +90,11 @@ class WebhookMetrics(Families):
             if known:  # client data stays out of the cache
                 self._verdicts[operation, allowed] = child
         child.inc()
+
+    def count_error(self, operation: str) -> None:
+        """A review the webhook failed on (its own fault, answered with code 500)."""
+        known = operation in _OPERATION_LABELS
+        self.requests.labels(operation if known else _OTHER, "error").inc()
 
     def count_bad_request(self, reason: str) -> None:
         self.bad_requests.labels(reason).inc()

@@ -161,7 +161,6 @@ async def _listen(
         port,
         ssl_context=context,
         handshake_timeout=config.handshake_timeout,
-        reuse_port=config.workers > 1,
     )
     await site.start()
     return site

@@ -206,7 +206,7 @@ async def test_a_changed_client_ca_applies_to_the_next_handshake(guarded: Guarde
 async def test_a_broken_client_ca_is_refused_and_the_previous_one_kept(
     guarded: Guarded, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="feedbackstore_webhook")
+    caplog.set_level(logging.ERROR, logger="feedbackstore")
     guarded.client_ca_file.write_bytes(b"not a certificate\n")
     probe = guarded.client(None, probe=True)
     try:

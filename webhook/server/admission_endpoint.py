@@ -15,7 +15,6 @@ there is no uid to answer with, and the answer is a JSON Status 500.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any, Final
 
 import orjson
@@ -36,7 +35,7 @@ from webhook.admission import (
     subject_name,
 )
 from webhook.admission.envelope import REVIEW_KIND
-from webhook.observability.logs import log_fields, logger
+from webhook.observability.logs import logger
 from webhook.server.metrics import WebhookMetrics
 from webhook.server.refusal import refusal
 
@@ -194,9 +193,9 @@ def _record(request: AdmissionRequest, decision: Decision) -> None:
     if verdict is not None:
         fields["problems"] = verdict.problem_count
     if not decision.allowed:
-        log_fields(_log, logging.INFO, "denied", fields)
+        _log.info("denied", extra={"fields": fields})
     elif decision.why in _EXEMPT:
         if verdict is not None and not verdict.valid:
-            log_fields(_log, logging.INFO, "allowed despite an invalid spec", fields)
+            _log.info("allowed despite an invalid spec", extra={"fields": fields})
     elif decision.why in _NOTEWORTHY:
-        log_fields(_log, logging.WARNING, "allowed without checking", fields)
+        _log.warning("allowed without checking", extra={"fields": fields})

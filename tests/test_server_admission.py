@@ -234,7 +234,7 @@ async def test_an_unusual_operation_is_counted_under_other(webhook: Webhook) -> 
 async def test_a_denial_is_one_json_log_line_without_the_object(
     webhook: Webhook, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="feedbackstore_webhook")
+    caplog.set_level(logging.INFO, logger="feedbackstore")
     sent = create(duplicate_spec(), dry_run=True)
     await admitted(webhook, sent)
     lines = [JsonFormatter().format(r) for r in caplog.records if r.name.endswith("admission")]
@@ -256,7 +256,7 @@ async def test_a_denial_is_one_json_log_line_without_the_object(
 async def test_a_bad_request_is_one_warning_log_line(
     webhook: Webhook, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="feedbackstore_webhook")
+    caplog.set_level(logging.INFO, logger="feedbackstore")
     await webhook.client.post("/validate", b"[" * 5000)
     records = [r for r in caplog.records if r.name.endswith("admission")]
     assert [(r.levelname, r.getMessage()) for r in records] == [("WARNING", "bad request")]

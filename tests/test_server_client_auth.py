@@ -206,7 +206,7 @@ async def test_a_changed_client_ca_applies_to_the_next_handshake(guarded: Guarde
 async def test_a_broken_client_ca_is_refused_and_the_previous_one_kept(
     guarded: Guarded, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="feedbackstore_webhook")
+    caplog.set_level(logging.ERROR, logger="feedbackstore")
     guarded.client_ca_file.write_bytes(b"not a certificate\n")
     probe = guarded.client(None, probe=True)
     try:
@@ -261,10 +261,8 @@ async def test_without_a_client_ca_the_probe_port_serves_the_same_pair(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [(["--client-ca-file", "ca.crt"], "--client-ca-file needs --probe-port"),
-     (["--port", "8443", "--probe-port", "8443"], "--probe-port must differ from --port"),
-     (["--probe-port", "0", "--workers", "2"], "--workers shares one --probe-port")],
-    ids=["a client CA without a probe port", "the probe port on the webhook port",
-         "a kernel-picked probe port for several workers"],
+     (["--port", "8443", "--probe-port", "8443"], "--probe-port must differ from --port")],
+    ids=["a client CA without a probe port", "the probe port on the webhook port"],
 )  # fmt: skip
 def test_serve_refuses_flags_that_would_leave_the_probes_unanswered(
     serving_files: PlainFiles, capsys: pytest.CaptureFixture[str], flags: list[str], message: str

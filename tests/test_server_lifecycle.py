@@ -1,10 +1,9 @@
 """The real console script: `serve` turns not-ready on SIGTERM, finishes requests in flight and
-exits 0; `--workers N` shares one port between processes; `--dev` works out of the box."""
+exits 0; `--dev` works out of the box."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import pathlib
 import re
 import shlex
@@ -51,7 +50,7 @@ def tls_args(files: PlainFiles) -> list[str]:
 
 
 def serving_port(server: ConsoleServer) -> int:
-    entry = server.wait_log(lambda e: e.get("msg") in ("serving", "workers started"))
+    entry = server.wait_log(lambda e: e.get("msg") == "serving")
     return int(entry["port"])
 
 
@@ -129,61 +128,6 @@ async def test_sigint_stops_at_once_and_exits_0(console: Any, serving_files: Pla
     assert server.wait(timeout=15) == 0
 
 
-async def test_workers_share_one_port_merge_their_metrics_and_stop_together(
-    console: Any, serving_files: PlainFiles, ca: trustme.CA
-) -> None:
-    server: ConsoleServer = console(*tls_args(serving_files), "--port", "0", "--workers", "2",
-                                    "--shutdown-delay", "0")  # fmt: skip
-    port = serving_port(server)
-    worker_pids = set(server.wait_log(lambda e: e.get("msg") == "workers started")["pids"])
-    assert len(worker_pids) == 2
-    for pid in worker_pids:
-        server.wait_log(lambda e, pid=pid: e.get("msg") == "serving" and e["pid"] == pid)
-    client = WebhookClient(port, client_context(ca), keepalive=False)
-    total = 60
-    try:
-        for _ in range(total):
-            sent = create(duplicate_spec())
-            assert accepted_answer(sent, *await client.review(sent))["allowed"] is False
-        merged = await client.metric(
-            'feedbackstore_webhook_admission_requests_total{operation="CREATE",verdict="denied"}'
-        )
-    finally:
-        await client.close()
-    assert merged == total
-    denied_by = {e["pid"] for e in server.logs if e.get("msg") == "denied"}
-    assert denied_by == worker_pids, "the kernel spreads new connections over both workers"
-    server.signal(signal.SIGTERM)
-    assert server.wait(timeout=30) == 0
-    assert server.wait_log(lambda e: e.get("msg") == "workers stopped")["exit_code"] == 0
-
-
-async def test_a_worker_that_dies_is_replaced_and_the_port_keeps_serving(
-    console: Any, serving_files: PlainFiles, ca: trustme.CA
-) -> None:
-    server: ConsoleServer = console(*tls_args(serving_files), "--port", "0", "--workers", "2",
-                                    "--shutdown-delay", "0")  # fmt: skip
-    port = serving_port(server)
-    pids = server.wait_log(lambda e: e.get("msg") == "workers started")["pids"]
-    for pid in pids:
-        server.wait_log(lambda e, pid=pid: e.get("msg") == "serving" and e["pid"] == pid)
-    await asyncio.sleep(5.5)  # past the supervisor's "died right after starting" window
-    os.kill(pids[0], signal.SIGKILL)
-    server.wait_log(lambda e: e.get("msg") == "worker exited" and e["pid"] == pids[0])
-    replacement = server.wait_log(lambda e: e.get("msg") == "serving" and e["pid"] not in pids)
-    client = WebhookClient(port, client_context(ca), keepalive=False)
-    try:
-        for _ in range(20):
-            sent = create(duplicate_spec())
-            assert accepted_answer(sent, *await client.review(sent))["allowed"] is False
-    finally:
-        await client.close()
-    denied_by = {e["pid"] for e in server.logs if e.get("msg") == "denied"}
-    assert replacement["pid"] in denied_by, "the kernel spreads connections over the new worker"
-    server.signal(signal.SIGTERM)
-    assert server.wait(timeout=30) == 0
-
-
 async def test_dev_mode_makes_certificates_and_prints_a_working_curl_command(
     console: Any, tmp_path: pathlib.Path
 ) -> None:
@@ -250,11 +194,9 @@ def test_a_server_that_cannot_start_says_why(
     assert expected in text
 
 
-def test_a_port_in_use_stops_the_workers_with_exit_1(
-    console: Any, serving_files: PlainFiles
-) -> None:
+def test_a_port_in_use_exits_1(console: Any, serving_files: PlainFiles) -> None:
     first: ConsoleServer = console(*tls_args(serving_files), "--port", "0")
     port = serving_port(first)
-    second: ConsoleServer = console(*tls_args(serving_files), "--port", str(port), "--workers", "2")
+    second: ConsoleServer = console(*tls_args(serving_files), "--port", str(port))
     assert second.wait(timeout=60) == 1
     assert any(e.get("msg") == "cannot listen" for e in second.logs)

@@ -233,7 +233,7 @@ async def test_a_broken_new_pair_is_refused_and_the_old_one_keeps_serving(
     caplog: pytest.LogCaptureFixture,
     broken: Callable[[Pair, Pair], tuple[bytes, bytes]],
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="feedbackstore_webhook")
+    caplog.set_level(logging.ERROR, logger="feedbackstore")
     context = client_context(webhook.ca)
     old = await served_fingerprint(webhook.port, context)
     cert, key = broken(issue(webhook.ca), issue(webhook.ca))

@@ -82,6 +82,11 @@ def body_too_large(limit: int) -> str:
     return f"request body exceeds the {limit}-byte limit (--max-body-bytes)"
 
 
+def internal_error(error: BaseException) -> str:
+    """An AdmissionReview's 500: the webhook failed; its log has the traceback under the uid."""
+    return f"internal error in the webhook ({type(error).__name__}); its log has the details"
+
+
 # -- The other endpoints: the probes and what is not /validate -----------------------------
 # Whole plain-text bodies of /healthz and /readyz (the webhook's and the status
 # writer's), newline included: a probe or curl reads them as one line.

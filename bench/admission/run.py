@@ -7,8 +7,7 @@ with Debian's wrk on CPU 1, posting a real AdmissionReview over HTTPS, for a
 few rounds; each server's best round is reported: req/s, p99 latency, server
 CPU time per request, the ratio to the floor, and resident memory after the
 last round. Also: a new TLS connection per request (full handshakes) with
-ECDSA P-256 and RSA-2048 keys, and `--workers 2` against one worker with wrk
-sharing both CPUs. wrk is installed with apt-get when absent.
+ECDSA P-256 and RSA-2048 keys. wrk is installed with apt-get when absent.
 
 Run from the repository root:  python bench/admission/run.py [--rounds 3 --duration 5]
 """
@@ -31,8 +30,6 @@ from dataclasses import dataclass
 
 HERE = pathlib.Path(__file__).resolve().parent
 SERVER_CPU, LOAD_CPU = "0", "1"
-# `--workers` runs share both CPUs between the servers and wrk.
-BOTH_CPUS = "0,1"
 PAYLOADS = ("small-valid", "small-invalid", "maximal")
 
 
@@ -87,7 +84,7 @@ baseline_tree: pathlib.Path | None = None
 
 
 def server_command(
-    kind: str, pair: tuple[pathlib.Path, pathlib.Path], port: int, *, workers: int, close: bool
+    kind: str, pair: tuple[pathlib.Path, pathlib.Path], port: int, *, close: bool
 ) -> list[str]:
     cert, key = pair
     if kind in ("floor", "fast floor"):
@@ -104,7 +101,7 @@ def server_command(
         script = [str(pathlib.Path(sys.executable).parent / "feedbackstore-webhook")]
     return [
         *script, "serve", "--tls-cert-file", str(cert), "--tls-private-key-file", str(key),
-        "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+        "--host", "127.0.0.1", "--port", str(port),
     ]  # fmt: skip
 
 
@@ -120,7 +117,7 @@ def running(command: list[str], cpus: str, port: int, log: pathlib.Path) -> Iter
             if process.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"server did not start: {command} (see {log})")
             time.sleep(0.1)
-        time.sleep(0.5)  # all workers listening
+        time.sleep(0.5)  # settled
         yield process.pid
     finally:
         process.terminate()
@@ -173,11 +170,10 @@ def load(wrk: str, cpus: str, port: int, body: pathlib.Path, seconds: float,
 
 @dataclass(frozen=True)
 class Server:
-    """One server of a scenario: a label for the report, what to run, how many workers."""
+    """One server of a scenario: a label for the report and what to run."""
 
     label: str
     kind: str
-    workers: int = 1
 
 
 def measure_round(args: argparse.Namespace, wrk: str, port: int, pid: int, body: pathlib.Path,
@@ -198,7 +194,7 @@ def measure_round(args: argparse.Namespace, wrk: str, port: int, pid: int, body:
 
 def scenario(args: argparse.Namespace, wrk: str, servers: list[Server],
              pair: tuple[pathlib.Path, pathlib.Path], body: pathlib.Path, *,
-             close: bool = False, pinned: bool = True) -> dict[str, Result]:  # fmt: skip
+             close: bool = False) -> dict[str, Result]:  # fmt: skip
     """Start every server, then load them in turn for `--rounds` rounds; each one's best round.
 
     Alternating rounds (in a rotating order) and keeping the best spreads bursts
@@ -206,21 +202,20 @@ def scenario(args: argparse.Namespace, wrk: str, servers: list[Server],
     take the whole hit.
     Memory is read after the last round; errors are summed over all rounds.
     """
-    server_cpus, load_cpus = (SERVER_CPU, LOAD_CPU) if pinned else (BOTH_CPUS, BOTH_CPUS)
     best: dict[str, Result] = {}
     with contextlib.ExitStack() as stack:
         started = []
         for server in servers:
             port = free_port()
-            command = server_command(server.kind, pair, port, workers=server.workers, close=close)
+            command = server_command(server.kind, pair, port, close=close)
             log = args.work / f"{server.label.replace(' ', '-')}.log"
-            pid = stack.enter_context(running(command, server_cpus, port, log))
+            pid = stack.enter_context(running(command, SERVER_CPU, port, log))
             started.append((server, port, pid))
         for round_ in range(args.rounds):
             # Each round starts with the next server, so none is always measured first.
             shift = round_ % len(started)
             for server, port, pid in started[shift:] + started[:shift]:
-                result = measure_round(args, wrk, port, pid, body, close, load_cpus)
+                result = measure_round(args, wrk, port, pid, body, close, LOAD_CPU)
                 previous = best.get(server.label)
                 errors = result.errors + (previous.errors if previous else 0)
                 kept = result if previous is None or result.rps > previous.rps else previous
@@ -254,7 +249,7 @@ def main() -> None:
     parser.add_argument(
         "--keep-alive-only",
         action="store_true",
-        help="only the three keep-alive scenarios (no new connections, no workers)",
+        help="only the three keep-alive scenarios (no new connections)",
     )
     parser.add_argument(
         "--payload",
@@ -300,11 +295,6 @@ def main() -> None:
             got = scenario(args, wrk, [floors[0], ours], pairs[key], body["small-valid"],
                            close=True)  # fmt: skip
             results.append(report(f"new connection {key}", "floor", got["floor"], got["ours"]))
-        if not args.keep_alive_only:
-            workers = [Server("1 worker", "ours"), Server("ours", "ours", workers=2)]
-            got = scenario(args, wrk, workers, pairs["ecdsa"], body["small-valid"], pinned=False)
-            results.append(report("both CPUs, 2 workers", "1 worker", got["1 worker"],
-                                  got["ours"]))  # fmt: skip
     print(
         f"load average after: {load_average()} (other work on the machine skews req/s; "
         "the CPU-per-request ratio is steadier)",

@@ -122,9 +122,8 @@ class ConsoleServer:
     """`feedbackstore-webhook serve ...` as a child process, its JSON log lines collected."""
 
     def __init__(self, args: list[str], cwd: pathlib.Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
         self.process = subprocess.Popen(
-            [console_script(), "serve", *args], cwd=cwd, env=env,
+            [console_script(), "serve", *args], cwd=cwd,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )  # fmt: skip
         self.logs: list[dict[str, Any]] = []

@@ -111,13 +111,6 @@ def register(subparsers: Any) -> None:
         help="a second TLS port serving only /healthz, /readyz and /metrics, never asking "
         "for a client certificate (for the kubelet's probes; 0 picks a free one)",
     )
-    net.add_argument(
-        "--workers",
-        type=flags.positive_int,
-        default=flags.default_of(ServerConfig, "workers"),
-        metavar="N",
-        help="server processes sharing the port via SO_REUSEPORT (default: %(default)s)",
-    )
     limits = parser.add_argument_group("limits")
     max_body_bytes = flags.default_of(ServerConfig, "max_body_bytes")
     limits.add_argument(
@@ -168,7 +161,6 @@ def run(args: argparse.Namespace) -> int:
         host=host,
         port=args.port,
         max_body_bytes=args.max_body_bytes,
-        workers=args.workers,
         client_ca_file=args.client_ca_file,
         probe_port=args.probe_port,
         idle_timeout=args.idle_timeout,
@@ -182,11 +174,6 @@ def run(args: argparse.Namespace) -> int:
         if args.dev:
             print(dev_hint(args.dev_certs_dir, host or DEV_HOST, port), flush=True)
 
-    if config.workers > 1:
-        # The supervisor never serves: it does not load aiohttp and stays small.
-        from webhook.server.workers import supervise
-
-        return supervise(config, on_serving)
     from webhook.server.run import run_server
 
     return run_server(config, on_serving)
@@ -215,8 +202,6 @@ def _check_ports(args: argparse.Namespace) -> None:
         )
     if args.probe_port is not None and args.probe_port == args.port != 0:
         raise ValueError(f"--probe-port must differ from --port (both {args.port})")
-    if args.probe_port == 0 and args.workers > 1:
-        raise ValueError("--workers shares one --probe-port: give a port number, not 0")
 
 
 def dev_hint(certs_dir: pathlib.Path, host: str, port: int) -> str:

@@ -4,12 +4,17 @@ The handler only enforces HTTP-level limits (method, media type, size, time),
 delegates the decision to `webhook.admission`, and records metrics and one log
 line per denial or error. Anything wrong with the client's input is a 4xx with
 a JSON Status naming the problem; the server never answers 5xx for it.
+
+Any other exception is the webhook's own fault and is answered in the protocol,
+as controller-runtime's `admission.Errored` does: an AdmissionReview with the
+request's uid, `allowed: false` and `status.code: 500`, logged once with its
+traceback and counted (`verdict="error"`). Should the review not even decode,
+there is no uid to answer with, and the answer is a JSON Status 500.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any, Final
 
 import orjson
@@ -20,6 +25,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from webhook import messages
 from webhook.admission import (
     AdmissionRequest,
+    AdmissionReview,
     BadReviewError,
     Decision,
     Why,
@@ -28,7 +34,8 @@ from webhook.admission import (
     review_answer,
     subject_name,
 )
-from webhook.observability.logs import log_fields, logger
+from webhook.admission.envelope import REVIEW_KIND
+from webhook.observability.logs import logger
 from webhook.server.metrics import WebhookMetrics
 from webhook.server.refusal import refusal
 
@@ -55,6 +62,16 @@ class AdmissionEndpoint:
         self._body_timeout = body_timeout
 
     async def handle(self, request: web.Request) -> web.Response:
+        try:
+            return await self._handle(request)
+        except Exception as error:  # answered, never raised to aiohttp
+            self._metrics.count_error("")
+            _log.error(
+                "internal error", exc_info=error, extra={"fields": {"remote": request.remote}}
+            )
+            return refusal(500, messages.internal_error(error))
+
+    async def _handle(self, request: web.Request) -> web.Response:
         refused = self._refuse_headers(request)
         if refused is not None:
             return refused
@@ -106,14 +123,30 @@ class AdmissionEndpoint:
             return self._too_large(request)
         try:
             review = decode_review(body)
-            decision = decide(review.request)
         except BadReviewError as error:
             return self._refuse(request, 400, error.reason.value, error.message)
+        try:
+            decision = decide(review.request)
+            answer = orjson.dumps(review_answer(review, decision))
+        except BadReviewError as error:
+            return self._refuse(request, 400, error.reason.value, error.message)
+        except Exception as error:  # answered in the protocol
+            return self._errored(review, error)
         self._metrics.count_request(review.request.operation, decision.allowed)
         if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
             _record(review.request, decision)
-        answer = orjson.dumps(review_answer(review, decision))
         return web.Response(body=answer, headers=_JSON_HEADERS)
+
+    def _errored(self, review: AdmissionReview, error: Exception) -> web.Response:
+        request = review.request
+        self._metrics.count_error(request.operation)
+        fields = {"uid": request.uid, "operation": request.operation,
+                  "namespace": request.namespace, "name": request.name}  # fmt: skip
+        _log.error("internal error", exc_info=error, extra={"fields": fields})
+        status = {"code": 500, "reason": "InternalError", "message": messages.internal_error(error)}
+        response = {"uid": request.uid, "allowed": False, "status": status}
+        answer = {"apiVersion": review.api_version, "kind": REVIEW_KIND, "response": response}
+        return web.Response(body=orjson.dumps(answer), headers=_JSON_HEADERS)
 
     def _too_large(self, request: web.Request) -> web.Response:
         return self._refuse(
@@ -160,9 +193,9 @@ def _record(request: AdmissionRequest, decision: Decision) -> None:
     if verdict is not None:
         fields["problems"] = verdict.problem_count
     if not decision.allowed:
-        log_fields(_log, logging.INFO, "denied", fields)
+        _log.info("denied", extra={"fields": fields})
     elif decision.why in _EXEMPT:
         if verdict is not None and not verdict.valid:
-            log_fields(_log, logging.INFO, "allowed despite an invalid spec", fields)
+            _log.info("allowed despite an invalid spec", extra={"fields": fields})
     elif decision.why in _NOTEWORTHY:
-        log_fields(_log, logging.WARNING, "allowed without checking", fields)
+        _log.warning("allowed without checking", extra={"fields": fields})

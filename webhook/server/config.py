@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import pathlib
 from dataclasses import dataclass
-from typing import Final
-
-# prometheus-client's multiprocess directory, set for `--workers N` before the workers start.
-MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +14,6 @@ class ServerConfig:
     port: int = 8443
     # An UPDATE carries two objects of up to 1.5 MiB each plus the envelope.
     max_body_bytes: int = 7 * 1024 * 1024
-    workers: int = 1
     # PEM CA bundle: the webhook port then requires a client certificate it signed
     # (only kube-apiserver, configured with that certificate, gets past TLS).
     client_ca_file: pathlib.Path | None = None

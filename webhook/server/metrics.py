@@ -3,14 +3,11 @@
 As kubewebhook wraps a webhook in a measuring decorator, `measured` wraps the
 /validate handler: requests in flight and the latency histogram are its
 business, never the handler's. The handler only counts what it alone knows
-(the verdict, or why a request was refused). With `--workers N` the same
-objects write to prometheus-client's multiprocess files
-(PROMETHEUS_MULTIPROC_DIR, set by the supervisor before it starts the workers).
+(the verdict, or why a request was refused).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -19,7 +16,6 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
 from webhook.observability.metrics import CONTENT_TYPE, Families
-from webhook.server.config import MULTIPROC_ENV
 
 __all__ = ["CONTENT_TYPE", "WebhookMetrics", "measured"]
 
@@ -39,11 +35,11 @@ class WebhookMetrics(Families):
     """The metric families of one server."""
 
     def __init__(self) -> None:
-        super().__init__(os.environ.get(MULTIPROC_ENV))
+        super().__init__()
         r = self.registry
         self.requests = Counter(
             f"{PREFIX}_admission_requests",
-            "Admission reviews answered, by operation and verdict (allowed or denied).",
+            "Admission reviews answered, by operation and verdict (allowed, denied or error).",
             ["operation", "verdict"],
             registry=r,
         )
@@ -62,13 +58,11 @@ class WebhookMetrics(Families):
         self.in_flight = Gauge(
             f"{PREFIX}_in_flight_requests",
             "/validate requests being handled now.",
-            multiprocess_mode="livesum",
             registry=r,
         )
         self.certificate_expiry = Gauge(
             f"{PREFIX}_serving_certificate_expiry_timestamp_seconds",
             "When the certificate being served expires (Unix time).",
-            multiprocess_mode="livemin",
             registry=r,
         )
         self.reloads = Counter(
@@ -90,6 +84,11 @@ class WebhookMetrics(Families):
             if known:  # client data stays out of the cache
                 self._verdicts[operation, allowed] = child
         child.inc()
+
+    def count_error(self, operation: str) -> None:
+        """A review the webhook failed on (its own fault, answered with code 500)."""
+        known = operation in _OPERATION_LABELS
+        self.requests.labels(operation if known else _OTHER, "error").inc()
 
     def count_bad_request(self, reason: str) -> None:
         self.bad_requests.labels(reason).inc()

@@ -1,4 +1,4 @@
-"""4xx answers as a metav1.Status in JSON.
+"""4xx (and the rare 500) answers as a metav1.Status in JSON.
 
 kube-apiserver includes a failed webhook call's body in its error, and a
 Status with a reason and a message is what every Kubernetes client already
@@ -20,6 +20,7 @@ _REASONS: Final = {
     408: "Timeout",
     413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
+    500: "InternalError",
 }
 
 

@@ -22,7 +22,7 @@ from aiohttp import web
 from webhook.observability.logs import logger
 from webhook.server.app import CERTIFICATE, LIFECYCLE, Lifecycle, build_app, build_probe_app
 from webhook.server.config import ServerConfig
-from webhook.server.site import TLSSite
+from webhook.server.site import TLSListener, listen
 from webhook.server.tls import CertificateError
 
 _log = logger("server")
@@ -78,13 +78,13 @@ async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda
 
 @dataclass(frozen=True, slots=True)
 class RunningServer:
-    """A started server: its app (for state), runner and listening site, and the probe port's."""
+    """A started server: its app (for state), runner and listener, and the probe port's."""
 
     app: web.Application
     runner: web.AppRunner
-    site: TLSSite
+    site: TLSListener
     probe_runner: web.AppRunner | None = None
-    probe_site: TLSSite | None = None
+    probe_site: TLSListener | None = None
 
     @property
     def port(self) -> int:
@@ -101,8 +101,11 @@ class RunningServer:
     async def stop(self) -> None:
         """Stop listening, let requests in flight finish (bounded), close everything."""
         self.lifecycle.shutting_down = True
+        self.site.close()
         await self.runner.cleanup()
         # The probe port closes last: until then it answers /readyz with 503.
+        if self.probe_site is not None:
+            self.probe_site.close()
         if self.probe_runner is not None:
             await self.probe_runner.cleanup()
         _log.info("stopped")
@@ -115,7 +118,8 @@ async def start(config: ServerConfig) -> RunningServer:
     runner = _runner(app, config)
     await runner.setup()
     probe_runner: web.AppRunner | None = None
-    probe_site: TLSSite | None = None
+    site: TLSListener | None = None
+    probe_site: TLSListener | None = None
     try:
         site = await _listen(runner, config, config.port, certificate.listener)
         if config.probe_port is not None:
@@ -125,6 +129,9 @@ async def start(config: ServerConfig) -> RunningServer:
                 probe_runner, config, config.probe_port, certificate.probe_listener
             )
     except BaseException:
+        for listener in (site, probe_site):
+            if listener is not None:
+                listener.close()
         if probe_runner is not None:
             await probe_runner.cleanup()
         await runner.cleanup()
@@ -154,17 +161,10 @@ def _runner(app: web.Application, config: ServerConfig) -> web.AppRunner:
 
 async def _listen(
     runner: web.AppRunner, config: ServerConfig, port: int, context: ssl.SSLContext
-) -> TLSSite:
-    site = TLSSite(
-        runner,
-        config.host,
-        port,
-        ssl_context=context,
-        handshake_timeout=config.handshake_timeout,
-        reuse_port=config.workers > 1,
+) -> TLSListener:
+    return await listen(
+        runner, config.host, port, ssl_context=context, handshake_timeout=config.handshake_timeout
     )
-    await site.start()
-    return site
 
 
 class _StopSignals:

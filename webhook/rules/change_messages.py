@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from webhook.rules import inuse
+from webhook.rules import api, inuse
 from webhook.rules.changes import HUMAN, Change, ChangeKind
 from webhook.rules.field_errors import quote
 
@@ -94,15 +94,30 @@ def with_users(sentence: str, count: int, agents: tuple[str, ...]) -> str:
     Names as many agents as fit; when not even the count fits, the sentence is
     cut (with "...") so that the count is still said.
     """
-    kind = inuse.AGENT_KIND if count == 1 else inuse.AGENT_KINDS
-    tail = f"; used by {count} {kind}"
-    for shown in range(min(len(agents), count), 0, -1):
-        rest = count - shown
-        text = f"{sentence}{tail}: {', '.join(agents[:shown])}" + (
-            f" and {rest} more" if rest else ""
-        )
-        if len(text) <= _ROOM:
-            return text
+    tail = f"; used by {_agents(count)}"
+    fitted = _naming(sentence + tail, count, agents)
+    if fitted is not None:
+        return fitted
     if len(sentence) + len(tail) <= _ROOM:
         return sentence + tail
     return sentence[: _ROOM - len(tail) - 3] + "..." + tail
+
+
+def in_use_headline(quoted_name: str, count: int, agents: tuple[str, ...]) -> str:
+    """The first warning when agents use the store, naming as many as fit."""
+    head = f"{api.KIND} {quoted_name} is in use by {_agents(count)}"
+    return _naming(head, count, agents) or head
+
+
+def _agents(count: int) -> str:
+    return f"{count} {inuse.AGENT_KIND if count == 1 else inuse.AGENT_KINDS}"
+
+
+def _naming(head: str, count: int, agents: tuple[str, ...]) -> str | None:
+    """`head: a, b and 3 more` with as many names as fit in 120; None if none fits."""
+    for shown in range(min(len(agents), count), 0, -1):
+        rest = count - shown
+        text = f"{head}: {', '.join(agents[:shown])}" + (f" and {rest} more" if rest else "")
+        if len(text) <= _ROOM:
+            return text
+    return None

@@ -13,6 +13,7 @@ import enum
 from typing import Final, NamedTuple
 
 from webhook import messages
+from webhook.admission.changes import change_warnings
 from webhook.admission.decode import BadReviewError, BadReviewReason
 from webhook.admission.deletion import delete_notice
 from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
@@ -85,7 +86,11 @@ def decide(request: AdmissionRequest) -> Decision:
         exemption = _update_exemption(obj, request.old_object)
         if exemption is not None:
             return Decision(True, exemption, verdict, _exemption_warnings(verdict, exemption))
-    field_warnings = bounded(str(w) for w in verdict.warnings) if verdict.warnings else ()
+    # An UPDATE judged here changes the spec of a live object: say what it does to ingestion.
+    changed = change_warnings(request.name, obj, request.old_object) if operation == UPDATE else []
+    field_warnings = (
+        bounded([*changed, *map(str, verdict.warnings)]) if changed or verdict.warnings else ()
+    )
     if verdict.valid:
         return Decision(True, Why.VALID, verdict, field_warnings)
     return Decision(False, Why.INVALID, verdict, field_warnings)

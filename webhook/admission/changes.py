@@ -1,0 +1,58 @@
+"""The change-impact warnings of an UPDATE (issue 17): what the new spec does to ingestion.
+
+`decide` calls this for an UPDATE it judges (spec changed, object not
+terminating), valid or not: an invalid one is still refused, and is told too.
+Never a denial. The webhook has no API access, so who uses the store is read
+from the `InUse` condition the status writer keeps on the object it is sent
+(`oldObject`; `status` is a subresource, so an UPDATE carries the same one).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from webhook.rules import inuse
+from webhook.rules.change_messages import change_sentence, in_use_headline, with_users
+from webhook.rules.changes import spec_changes
+from webhook.rules.field_errors import quote
+
+# The tail of the condition's message as `webhook.status.usage.agents_phrase`
+# writes it: `in use by 3 AgentDeployments: a, b and 1 more`.
+_USERS: Final = re.compile(r"in use by (\d+) \w+: (.*?)(?: and \d+ more)?$")
+
+
+def change_warnings(name: str, new: object, old: object) -> list[str]:
+    """One sentence per change from `old`'s spec to `new`'s; when agents use the store, a
+    headline naming them first, and each sentence saying how many (naming those that fit)."""
+    changes = spec_changes(_spec(old), _spec(new))
+    if not changes:
+        return []
+    sentences = [change_sentence(change) for change in changes]
+    users = _users(old)
+    if users is None:
+        return sentences
+    count, agents = users
+    headline = in_use_headline(quote(name), count, agents)
+    return [headline, *(with_users(sentence, count, agents) for sentence in sentences)]
+
+
+def _spec(obj: object) -> Any:
+    return obj.get("spec") if isinstance(obj, dict) else None
+
+
+def _users(obj: object) -> tuple[int, tuple[str, ...]] | None:
+    """How many agents use the store and the first named, when its `InUse` says so."""
+    status = obj.get("status") if isinstance(obj, dict) else None
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if not isinstance(condition, dict) or condition.get("type") != inuse.CONDITION_TYPE:
+            continue
+        message = condition.get("message")
+        if condition.get("status") != "True" or not isinstance(message, str):
+            return None
+        found = _USERS.search(message)
+        if found is None:
+            return None
+        return int(found.group(1)), tuple(found.group(2).split(", "))
+    return None

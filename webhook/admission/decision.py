@@ -51,8 +51,7 @@ class Decision(NamedTuple):
 
     `delete` is the in-use decision on a DELETE (`deletion`), for the audit.
 
-    A named tuple: as immutable as a frozen dataclass, and a third of its cost
-    to build, once per request.
+    A named tuple: immutable, and cheap to build once per request.
     """
 
     allowed: bool

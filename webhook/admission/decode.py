@@ -10,8 +10,7 @@ orjson parses and `envelope`'s models validate the result, rather than the
 models parsing the bytes (`model_validate_json`): pydantic-core's parser
 accepts NaN and Infinity, which are not JSON (orjson refuses them), stops at a
 nesting depth of about 200 (an object may be nested 1,000 levels deep), and
-built the maximal benchmark review's untyped `object` 2.6 times slower than
-orjson in a tight loop.
+builds a large untyped `object` several times slower than orjson.
 """
 
 from __future__ import annotations

@@ -103,22 +103,12 @@ def _spec(spec: object) -> Iterator[Finding]:
     if type(spec) is not dict:
         yield type_invalid("spec", spec, "object")
         return
-    yield from _unknown(spec, SPEC_FIELDS, "spec")
+    yield from unknown_fields(spec, SPEC_FIELDS, "spec")
     yield from _mode(spec.get("mode"))
     scores, human_names = yield from _human(spec.get("human"))
     channels = yield from _external(spec.get("external"), human_names)
     if scores == 0 and channels == 0:
         yield required("spec", messages.MSG_NO_SOURCE)
-
-
-def _unknown(obj: dict[str, Any], known: frozenset[str], path: str) -> list[Problem]:
-    if _known_keys(obj, known):
-        return []
-    return unknown_fields(obj, known, path)
-
-
-def _known_keys(obj: dict[str, Any], known: frozenset[str]) -> bool:
-    return len(obj) <= len(known) and known.issuperset(obj)
 
 
 def unknown_fields(obj: dict[str, Any], known: frozenset[str], path: str) -> list[Problem]:
@@ -153,7 +143,7 @@ def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str
     if type(human) is not dict:
         yield type_invalid("spec.human", human, "object")
         return None, {}
-    yield from _unknown(human, HUMAN_FIELDS, "spec.human")
+    yield from unknown_fields(human, HUMAN_FIELDS, "spec.human")
     scores = human.get("scores")
     path = "spec.human.scores"
     if scores is None:
@@ -201,7 +191,7 @@ def _external(
         if type(channel) is not dict:
             yield type_invalid(item, channel, "object")
             continue
-        yield from _unknown(channel, CHANNEL_FIELDS, item)
+        yield from unknown_fields(channel, CHANNEL_FIELDS, item)
         name, said = _name(channel.get("name"), item)
         if said is not None:
             yield said
@@ -239,7 +229,7 @@ def _score(score: object, path: str) -> Generator[Finding, None, str | None]:
     if type(score) is not dict:
         yield type_invalid(path, score, "object")
         return None
-    yield from _unknown(score, SCORE_FIELDS, path)
+    yield from unknown_fields(score, SCORE_FIELDS, path)
     name, said = _name(score.get("name"), path)
     if said is not None:
         yield said
@@ -299,11 +289,10 @@ def _categories(categories: object, path: str) -> Iterator[Finding]:
 def _distinct_strings(categories: object) -> bool:
     """Whether `categories` is a list of at most MAX_CATEGORIES distinct strings.
 
-    Decided in C: join() refuses anything but strings and a set finds
-    repeats, where `_categories` walks the list in Python to say where each
-    problem is. On the maximal benchmark review (64 scores x 64 categories,
-    freshly decoded) the verdict takes 314 µs with it and 488 µs without
-    (bench/README.md, "Issue 9, second pass").
+    The walk's one shortcut, for speed: decided in C (join() refuses anything
+    but strings, a set finds repeats), so a clean list never enters
+    `_categories`, which walks it in Python to say where each problem is. It
+    pays on many categories (bench/README.md, "Issue 15: rules stated once").
     """
     if type(categories) is not list or len(categories) > api.MAX_CATEGORIES:
         return False

@@ -19,8 +19,6 @@ from typing import Any, Final
 
 import orjson
 from aiohttp import web
-from aiohttp.hdrs import CONTENT_TYPE
-from multidict import CIMultiDict, CIMultiDictProxy
 
 from webhook import messages
 from webhook.admission import (
@@ -41,9 +39,6 @@ from webhook.server.refusal import refusal
 
 _log = logger("admission")
 JSON: Final = "application/json"
-# Copied into each answer: cheaper than having aiohttp build the header from `content_type`
-# (bench/README.md, "Where the time goes": prebuilt answer headers).
-_JSON_HEADERS: Final = CIMultiDictProxy(CIMultiDict({CONTENT_TYPE: JSON}))
 # Allowed requests worth a log line: the webhook configuration or the object needs a look.
 _NOTEWORTHY: Final = frozenset({Why.FOREIGN_RESOURCE, Why.UNKNOWN_OPERATION})
 _EXEMPT: Final = frozenset({Why.UNCHANGED_SPEC, Why.TERMINATING})
@@ -78,19 +73,19 @@ class AdmissionEndpoint:
         content = request.content
         if not content.is_eof():
             return await self._answer_when_read(request)
-        # The whole body is already buffered (the common case): take it as it is,
-        # without a timer, another coroutine or `read()`'s copy through a bytearray
-        # (`_answer` measures it against the limit). Saves ~5 µs a request: bench/README.md,
-        # "Where the time goes" (the body, 7.5 -> 2.7 µs, bench/admission/run.py).
-        return self._answer(request, content.read_nowait())
+        # The whole body is already buffered (the common case): taken as it is, without a
+        # timer, another coroutine or read()'s copy (bench/README.md, "Issue 15: server").
+        body = content.read_nowait()
+        if len(body) > self._max_body_bytes:
+            return self._too_large(request)
+        return self._answer(request, body)
 
     def _refuse_headers(self, request: web.Request) -> web.Response | None:
         if request.method != "POST":
             return self._refuse(
                 request, 405, "method_not_allowed", messages.MSG_USE_POST, allow="POST"
             )
-        # The exact header kube-apiserver sends is taken as is; anything else is parsed.
-        if request.headers.get(CONTENT_TYPE) != JSON and request.content_type != JSON:
+        if request.content_type != JSON:
             return self._refuse(
                 request,
                 415,
@@ -119,8 +114,6 @@ class AdmissionEndpoint:
         return self._answer(request, body)
 
     def _answer(self, request: web.Request, body: bytes) -> web.Response:
-        if len(body) > self._max_body_bytes:
-            return self._too_large(request)
         try:
             review = decode_review(body)
         except BadReviewError as error:
@@ -135,7 +128,7 @@ class AdmissionEndpoint:
         self._metrics.count_request(review.request.operation, decision.allowed)
         if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
             _record(review.request, decision)
-        return web.Response(body=answer, headers=_JSON_HEADERS)
+        return web.Response(body=answer, content_type=JSON)
 
     def _errored(self, review: AdmissionReview, error: Exception) -> web.Response:
         request = review.request
@@ -146,7 +139,7 @@ class AdmissionEndpoint:
         status = {"code": 500, "reason": "InternalError", "message": messages.internal_error(error)}
         response = {"uid": request.uid, "allowed": False, "status": status}
         answer = {"apiVersion": review.api_version, "kind": REVIEW_KIND, "response": response}
-        return web.Response(body=orjson.dumps(answer), headers=_JSON_HEADERS)
+        return web.Response(body=orjson.dumps(answer), content_type=JSON)
 
     def _too_large(self, request: web.Request) -> web.Response:
         return self._refuse(

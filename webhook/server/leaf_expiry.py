@@ -1,10 +1,9 @@
 """The serving certificate's notAfter, read from its DER without `cryptography`.
 
 The serve process needs one date from its certificate (the expiry metric and
-log line, on every reload). Importing `cryptography` for it cost the process
-~8 MiB resident, an eighth of it (bench/README.md, "Resident memory": 56 →
-48 MiB after imports, against issue 9's 64 MiB target), so this reads the
-Validity of RFC 5280 §4.1 straight from the DER: five TLV headers into
+log line, on every reload). Importing `cryptography` for it costs the process
+an eighth of its resident memory (bench/README.md, "Issue 9, second pass"),
+so this reads the Validity of RFC 5280 §4.1 straight from the DER: five TLV headers into
 TBSCertificate, then UTCTime or GeneralizedTime. OpenSSL parses the whole
 certificate right after (`load_cert_chain`), so nothing malformed is served.
 tests/test_server_leaf_expiry.py holds it to cryptography's reading.

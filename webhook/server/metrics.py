@@ -71,24 +71,17 @@ class WebhookMetrics(Families):
             ["result"],
             registry=r,
         )
-        # Label children resolved once each (`labels()` validates and locks every call).
-        self._verdicts: dict[tuple[str, bool], Counter] = {}
 
     def count_request(self, operation: str, allowed: bool) -> None:
-        child = self._verdicts.get((operation, allowed))
-        if child is None:
-            known = operation in _OPERATION_LABELS
-            child = self.requests.labels(
-                operation if known else _OTHER, "allowed" if allowed else "denied"
-            )
-            if known:  # client data stays out of the cache
-                self._verdicts[operation, allowed] = child
-        child.inc()
+        self._count(operation, "allowed" if allowed else "denied")
 
     def count_error(self, operation: str) -> None:
         """A review the webhook failed on (its own fault, answered with code 500)."""
+        self._count(operation, "error")
+
+    def _count(self, operation: str, verdict: str) -> None:
         known = operation in _OPERATION_LABELS
-        self.requests.labels(operation if known else _OTHER, "error").inc()
+        self.requests.labels(operation if known else _OTHER, verdict).inc()
 
     def count_bad_request(self, reason: str) -> None:
         self.bad_requests.labels(reason).inc()

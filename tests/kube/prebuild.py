@@ -7,8 +7,8 @@ when the session starts, before any worker exists, printing build.sh's lines
 (what it builds, how long a first build takes) and a line every 30 s while go
 compiles, and hands each worker the result in its `workerinput` (without
 xdist, the controller is the one process and keeps it in its stash). A run
-that cannot select a `kube` test (only paths outside tests/kube, a `-m` that
-excludes `kube`, `--collect-only`) builds nothing.
+that cannot select a `kube` test (only modules directly in tests/, a `-m`
+that excludes `kube`, `--collect-only`) builds nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from _pytest.mark.expression import Expression
 
 from tests.kube.controlplane import REQUIRE_ENV, ControlPlaneUnavailableError, binaries
 
-KUBE_TESTS = pathlib.Path(__file__).resolve().parent
+TESTS = pathlib.Path(__file__).resolve().parents[1]
 _RESULT = pytest.StashKey["pathlib.Path | Exception"]()
 _WORKERINPUT = "feedbackstore_controlplane"
 _KINDS: dict[str, type[Exception]] = {
@@ -73,19 +73,16 @@ def built(config: pytest.Config) -> pathlib.Path | Exception | None:
 
 
 def may_select_kube_tests(config: pytest.Config) -> bool:
+    """False when no `kube` test can run: `--collect-only`, a `-m` that excludes `kube`, or
+    only modules directly in tests/ (where none lives). Anything else may select one."""
     if config.option.collectonly:
         return False
     markexpr = config.option.markexpr
     if markexpr and not Expression.compile(markexpr).evaluate(lambda name, **_: name == "kube"):
         return False
     here = config.invocation_params.dir
-    for arg in config.args:
-        path = (here / arg.split("::")[0]).resolve()
-        if not path.exists() or path == KUBE_TESTS:
-            return True
-        if KUBE_TESTS in path.parents or path in KUBE_TESTS.parents:
-            return True
-    return False
+    paths = [(here / arg.split("::")[0]).resolve() for arg in config.args]
+    return not all(path.is_file() and path.parent == TESTS for path in paths)
 
 
 def _printer(config: pytest.Config) -> Any:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.kube import prebuild
 from tests.kube.controlplane import (
     REQUIRE_ENV,
     ControlPlane,
@@ -27,17 +28,22 @@ _BUILT = pytest.StashKey["pathlib.Path | Exception"]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build (or find) the binaries before any test runs, when a `kube` test is selected.
+    """Build (or find) the binaries before any test runs, when a `kube` test is selected and
+    the controller did not (tests/kube/prebuild.py: it does, unless the run looked as if it
+    could select none).
 
     Here, not in a fixture: a first build takes minutes, longer than any test's
-    timeout, and collection has none. Each xdist worker gets here; the build
-    script's lock makes the second wait for the first and reuse its result.
+    timeout, and collection has none. The build script's lock makes a second
+    caller wait for the first and reuse its result.
     """
-    if any(item.get_closest_marker("kube") for item in session.items):
+    found = prebuild.built(session.config)
+    if found is None and any(item.get_closest_marker("kube") for item in session.items):
         try:
-            session.config.stash[_BUILT] = binaries()
+            found = binaries()
         except (ControlPlaneUnavailableError, RuntimeError) as error:
-            session.config.stash[_BUILT] = error
+            found = error
+    if found is not None:
+        session.config.stash[_BUILT] = found
 
 
 @pytest.fixture(scope="session", name="control_plane_binaries")

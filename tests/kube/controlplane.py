@@ -16,16 +16,18 @@ import contextlib
 import json
 import os
 import pathlib
+import queue
 import signal
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -45,19 +47,55 @@ class ControlPlaneUnavailableError(Exception):
     """No Go toolchain to build the binaries with: the `kube` tests cannot run here."""
 
 
-def binaries() -> pathlib.Path:
+def binaries(
+    report: Callable[[str], None] = lambda line: None, every: float = 30.0
+) -> pathlib.Path:
     """The directory holding kube-apiserver, kube-controller-manager and etcd, built on
-    first use (minutes)."""
-    result = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False
-    )
-    if result.returncode == _NO_TOOLCHAIN:
-        raise ControlPlaneUnavailableError(result.stderr.strip())
-    if result.returncode != 0:
-        raise RuntimeError(
-            f"{BUILD_SCRIPT} failed (exit {result.returncode}):\n{result.stderr[-4000:]}"
-        )
-    return pathlib.Path(result.stdout.strip().splitlines()[-1])
+    first use (minutes).
+
+    `report` is handed each line build.sh writes to stderr (what it builds, how long
+    a first build takes, the versions built) and, every `every` seconds that it says
+    nothing (go build is silent while it compiles, and a second caller waits silently
+    on the first one's lock), a line with the time it has run so far.
+    """
+    started = time.monotonic()
+    with subprocess.Popen(
+        ["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as build:
+        assert build.stdout is not None
+        assert build.stderr is not None
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=_forward, args=(build.stderr, lines), daemon=True).start()
+        stderr: list[str] = []
+        while (line := _next(lines, every, started, report)) is not None:
+            stderr.append(line)
+            report(line)
+        stdout = build.stdout.read()
+        returncode = build.wait()
+    if returncode == _NO_TOOLCHAIN:
+        raise ControlPlaneUnavailableError("\n".join(stderr))
+    if returncode != 0:
+        tail_of_log = "\n".join(stderr)[-4000:]
+        raise RuntimeError(f"{BUILD_SCRIPT} failed (exit {returncode}):\n{tail_of_log}")
+    return pathlib.Path(stdout.strip().splitlines()[-1])
+
+
+def _forward(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line.rstrip("\n"))
+    lines.put(None)
+
+
+def _next(
+    lines: queue.Queue[str | None], every: float, started: float, report: Callable[[str], None]
+) -> str | None:
+    """build.sh's next stderr line (None at its end), reporting the time run while it waits."""
+    while True:
+        try:
+            return lines.get(timeout=every)
+        except queue.Empty:
+            minutes, seconds = divmod(int(time.monotonic() - started), 60)
+            report(f"build.sh: still running after {minutes} min {seconds:02d} s")
 
 
 def free_port() -> int:

@@ -26,15 +26,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from webhook.status.cache import Key, ObjectCache, resource_version
-from webhook.status.condition import StatusPlan, apply_configuration, plan_status
+from webhook.kube.cache import Key, ObjectCache, resource_version
+from webhook.kube.client import retry_after, status_code
+from webhook.kube.objects import deletion_in_progress
+from webhook.kube.timestamps import utc_now
+from webhook.kube.workqueue import WorkQueue
 from webhook.status.events import EventRecorder, transition
-from webhook.status.kubeapi import FeedbackStoreApi, retry_after, status_code
-from webhook.status.metrics import WriterMetrics
+from webhook.status.kubeapi import FeedbackStoreApi
 from webhook.status.protection import Protection
-from webhook.status.timestamps import utc_now
-from webhook.status.usage import Finalizer, UsagePlan, deleting, finalizer_configuration, plan_usage
-from webhook.status.workqueue import WorkQueue
+from webhook.status.usage import Finalizer, UsagePlan, finalizer_configuration, plan_usage
+from webhook.status.validated import StatusPlan, apply_configuration, plan_status
+from webhook.status.writer_metrics import WriterMetrics
 
 log = logging.getLogger("webhook.status.writer")
 
@@ -150,7 +152,7 @@ class StatusWriter:
         if isinstance(written.get("metadata"), dict):
             self._cache.put_if_unchanged(key, resource_version(obj), written)
         log.info("finalizer " + ("added" if hold else "removed"), extra=_where(key))
-        if not hold and deleting(obj):
+        if not hold and deletion_in_progress(obj):
             self._protection.record_release(obj, now)
         return Outcome("written")
 

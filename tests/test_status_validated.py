@@ -12,7 +12,7 @@ import pytest
 
 from webhook import messages
 from webhook.rules import api
-from webhook.status.condition import (
+from webhook.status.validated import (
     MAX_CONDITION_MESSAGE,
     apply_configuration,
     current_condition,

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 if TYPE_CHECKING:  # the CLI reads the defaults below without importing the client
     from kubernetes.client import ApiClient
 
-log = logging.getLogger("webhook.status.ratelimit")
+log = logging.getLogger("webhook.kube.ratelimit")
 
 DEFAULT_QPS: Final = 50.0
 DEFAULT_BURST: Final = 100

@@ -24,14 +24,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from webhook.status.kubeapi import LeaseApi, status_code
-from webhook.status.metrics import WriterMetrics
-from webhook.status.settings import ElectionSettings
-from webhook.status.timestamps import micro_time, utc_now
+from prometheus_client import Counter, Gauge
 
-log = logging.getLogger("webhook.status.leader")
+from webhook.kube.client import LeaseApi, status_code
+from webhook.kube.settings import ElectionSettings
+from webhook.kube.timestamps import micro_time, utc_now
+
+log = logging.getLogger("feedbackstore.kube.leader")
+
+
+class ElectionMetrics(Protocol):
+    """What an elector reports; the owner names them (prometheus-client objects)."""
+
+    leader: Gauge
+    lease_transitions: Counter
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +120,7 @@ class LeaderElector:
         self,
         api: LeaseApi,
         settings: ElectionSettings,
-        metrics: WriterMetrics,
+        metrics: ElectionMetrics,
         on_started_leading: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:

@@ -144,10 +144,12 @@ class Informer:
         log.info(
             "listed",
             extra={
-                "objects": len(fresh),
-                "resourceVersion": version,
-                "requests": listed.requests,
-                "fullListFallback": listed.full_list_fallback,
+                "fields": {
+                    "objects": len(fresh),
+                    "resourceVersion": version,
+                    "requests": listed.requests,
+                    "fullListFallback": listed.full_list_fallback,
+                }
             },
         )
         return version
@@ -167,7 +169,9 @@ class Informer:
             for line in split_lines(response_chunks(response)):
                 event = decode_event(line)
                 if event is None:
-                    log.warning("unreadable watch line skipped", extra={"bytes": len(line)})
+                    log.warning(
+                        "unreadable watch line skipped", extra={"fields": {"bytes": len(line)}}
+                    )
                     continue
                 self._apply(event)
                 delivered = True
@@ -200,16 +204,20 @@ class Informer:
             return
         key = object_key(obj)
         if key is None:
-            log.warning("watch event without namespace/name skipped", extra={"type": event.type})
+            log.warning(
+                "watch event without namespace/name skipped", extra={"fields": {"type": event.type}}
+            )
             return
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "watch event",
                 extra={
-                    "type": event.type,
-                    "namespace": key[0],
-                    "object": key[1],
-                    "resourceVersion": self._version,
+                    "fields": {
+                        "type": event.type,
+                        "namespace": key[0],
+                        "object": key[1],
+                        "resourceVersion": self._version,
+                    }
                 },
             )
         if event.type == "DELETED":
@@ -232,7 +240,7 @@ class Informer:
 
     def _restart(self, reason: str, message: str) -> None:
         self._metrics.watch_restarts.labels(reason).inc()
-        log.info(message, extra={"reason": reason})
+        log.info(message, extra={"fields": {"reason": reason}})
 
     def _fail(self, error: Exception) -> None:
         code = status_code(error)
@@ -243,10 +251,12 @@ class Informer:
         log.warning(
             "list/watch failed",
             extra={
-                "status": code,
-                "error": f"{type(error).__name__}: {error}"[:500],
-                "retry_in": round(delay, 3),
-                "transport": isinstance(error, TRANSPORT_ERRORS),
+                "fields": {
+                    "status": code,
+                    "error": f"{type(error).__name__}: {error}"[:500],
+                    "retry_in": round(delay, 3),
+                    "transport": isinstance(error, TRANSPORT_ERRORS),
+                }
             },
         )
         self._stop.wait(delay)

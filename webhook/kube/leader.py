@@ -161,7 +161,9 @@ class LeaderElector:
             held = False
             log.warning(
                 "lease request failed",
-                extra={"status": status_code(error), "error": f"{type(error).__name__}"},
+                extra={
+                    "fields": {"status": status_code(error), "error": f"{type(error).__name__}"}
+                },
             )
         self._settle(held, attempted)
 
@@ -179,9 +181,11 @@ class LeaderElector:
                 return False
             self._api.replace(record.resource_version, released_spec(record, utc_now()))
         except Exception as error:  # the lease then simply expires
-            log.warning("lease release failed", extra={"error": f"{type(error).__name__}"})
+            log.warning(
+                "lease release failed", extra={"fields": {"error": f"{type(error).__name__}"}}
+            )
             return False
-        log.info("lease released", extra={"identity": self.identity})
+        log.info("lease released", extra={"fields": {"identity": self.identity}})
         return True
 
     def _settle(self, held: bool, attempted: float) -> None:
@@ -204,14 +208,14 @@ class LeaderElector:
                 self._leading = True
                 self._metrics.leader.set(1)
                 self._metrics.lease_transitions.labels("leader").inc()
-                log.info("started leading", extra={"identity": self.identity})
+                log.info("started leading", extra={"fields": {"identity": self.identity}})
                 self._on_started()
 
     def _step_down(self, why: str) -> None:
         self._leading = False
         self._metrics.leader.set(0)
         self._metrics.lease_transitions.labels("standby").inc()
-        log.info("stopped leading", extra={"identity": self.identity, "why": why})
+        log.info("stopped leading", extra={"fields": {"identity": self.identity, "why": why}})
 
     def _try_acquire_or_renew(self) -> bool:
         if self.is_leader() and self._renew_optimistically():
@@ -250,7 +254,9 @@ class LeaderElector:
         except Exception as error:
             log.info(
                 "optimistic lease renewal failed; reading the lease",
-                extra={"status": status_code(error), "error": f"{type(error).__name__}"},
+                extra={
+                    "fields": {"status": status_code(error), "error": f"{type(error).__name__}"}
+                },
             )
             return False
 

@@ -102,7 +102,7 @@ class AgentView:
             except Exception as error:  # transport, 5xx, 403: unknown, try again later
                 log.warning(
                     "cannot tell whether AgentDeployments are served",
-                    extra={"status": status_code(error), "error": f"{error}"[:300]},
+                    extra={"fields": {"status": status_code(error), "error": f"{error}"[:300]}},
                 )
                 self._stop.wait(self._recheck)
                 continue
@@ -118,7 +118,7 @@ class AgentView:
                 log.info(
                     "in-use protection off: AgentDeployments are not served; looking again "
                     f"every {self._recheck:g} s",
-                    extra={"resource": f"{inuse.AGENT_PLURAL}.{inuse.AGENT_GROUP}"},
+                    extra={"fields": {"resource": f"{inuse.AGENT_PLURAL}.{inuse.AGENT_GROUP}"}},
                 )
                 announced = True
             self._mark_not_served()

@@ -99,9 +99,11 @@ class StatusController:
         log.info(
             "status writer started",
             extra={
-                "identity": self.settings.identity,
-                "namespace": self.settings.namespace or "(all)",
-                "lease": f"{self.settings.lease_namespace}/{self.settings.lease_name}",
+                "fields": {
+                    "identity": self.settings.identity,
+                    "namespace": self.settings.namespace or "(all)",
+                    "lease": f"{self.settings.lease_namespace}/{self.settings.lease_name}",
+                }
             },
         )
 
@@ -118,7 +120,7 @@ class StatusController:
         if self._elector_thread is not None:
             self._elector_thread.join(timeout)
         self._lease_client.close()  # type: ignore[no-untyped-call]
-        log.info("status writer stopped", extra={"identity": self.settings.identity})
+        log.info("status writer stopped", extra={"fields": {"identity": self.settings.identity}})
 
     def resync(self) -> None:
         """Queue every cached object; those already up to date cost no request."""

@@ -25,7 +25,7 @@ from webhook.status.events import NORMAL, EventRecorder, Transition
 from webhook.status.kubeapi import apply_as_writer
 from webhook.status.usage import View
 
-log = logging.getLogger("webhook.status.protection")
+log = logging.getLogger("feedbackstore.status.protection")
 
 MAX_MESSAGE: Final = 1024
 

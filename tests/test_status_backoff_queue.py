@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from webhook.status.backoff import Backoff, backoff_delay
-from webhook.status.workqueue import WorkQueue
+from webhook.kube.backoff import Backoff, backoff_delay
+from webhook.kube.workqueue import WorkQueue
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.status.cache import ObjectCache
+from webhook.kube.cache import ObjectCache
 
 
 def store(name: str, version: str) -> dict[str, Any]:

@@ -22,11 +22,11 @@ from tests.status_support import (
     sample,
     status_writes,
 )
+from webhook.kube.client import LeaseApi
+from webhook.kube.leader import LeaderElector
+from webhook.kube.settings import ElectionSettings
 from webhook.status.controller import StatusController
-from webhook.status.kubeapi import LeaseApi
-from webhook.status.leader import LeaderElector
-from webhook.status.metrics import WriterMetrics
-from webhook.status.settings import ElectionSettings
+from webhook.status.writer_metrics import WriterMetrics
 
 apiserver = fixtures.apiserver  # a started emulator per test
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from webhook.status.leader import LeaderElector
-from webhook.status.metrics import WriterMetrics
-from webhook.status.settings import ElectionSettings
+from webhook.kube.leader import LeaderElector
+from webhook.kube.settings import ElectionSettings
+from webhook.status.writer_metrics import WriterMetrics
 
 RETRY = 0.25
 DEADLINE = 2.0

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from webhook.status.leader import (
+from webhook.kube.leader import (
     claimed_spec,
     held_by_other,
     read_record,

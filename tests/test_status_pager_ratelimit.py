@@ -13,9 +13,9 @@ import pytest
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
-from webhook.status.pager import Page, list_all
-from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket, is_watch, throttle
-from webhook.status.settings import PAGE_SIZE
+from webhook.kube.pager import Page, list_all
+from webhook.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket, is_watch, throttle
+from webhook.kube.settings import PAGE_SIZE
 
 # -- pager -----------------------------------------------------------------------------
 

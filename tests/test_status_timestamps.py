@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from webhook.status.timestamps import micro_time, parse_time, rfc3339
+from webhook.kube.timestamps import micro_time, parse_time, rfc3339
 
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 

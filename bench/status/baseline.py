@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kubernetes import client
 
-from webhook.status.condition import apply_configuration, plan_status
+from webhook.kube.timestamps import utc_now
 from webhook.status.kubeapi import FeedbackStoreApi
-from webhook.status.timestamps import utc_now
+from webhook.status.validated import apply_configuration, plan_status
 
 
 def apply(api: FeedbackStoreApi, obj: dict[str, Any], condition: dict[str, Any]) -> None:

@@ -1,6 +1,6 @@
 """The pager's answer to an expired continue token, against a real kube-apiserver and etcd.
 
-The writer lists in pages (webhook/status/pager.py); when a continue token has expired
+The writer lists in pages (webhook/kube/pager.py); when a continue token has expired
 it falls back to one full list, as client-go's pager does. On the real server a token
 expires only when two things have happened, which is why this module runs a plane of
 its own, whose kube-apiserver compacts etcd every second (`--etcd-compaction-interval=1s`;
@@ -46,8 +46,8 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane, running
 from tests.kube.status_writer_support import VALID, Stores
+from webhook.kube.pager import Page
 from webhook.status.kubeapi import FeedbackStoreApi
-from webhook.status.pager import Page
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

@@ -18,6 +18,7 @@ from webhook.admission.decode import BadReviewError, BadReviewReason
 from webhook.admission.deletion import delete_notice
 from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
 from webhook.admission.warnings import bounded, shorten
+from webhook.kube.objects import deletion_in_progress
 from webhook.rules import Verdict, api, validate_feedbackstore
 from webhook.rules.field_errors import quote
 from webhook.rules.messages import more_problems
@@ -97,7 +98,7 @@ def decide(request: AdmissionRequest) -> Decision:
 
 def _update_exemption(new: object, old: object) -> Why | None:
     """Why an UPDATE passes whatever its spec says, or None when it must be judged."""
-    if _deletion_requested(new) or _deletion_requested(old):
+    if deletion_in_progress(new) or deletion_in_progress(old):
         return Why.TERMINATING
     if type(new) is dict and type(old) is dict:
         try:
@@ -107,13 +108,6 @@ def _update_exemption(new: object, old: object) -> Why | None:
             # Two specs nested ~1000 levels deep cannot be compared; judge the new one.
             return None
     return None
-
-
-def _deletion_requested(obj: object) -> bool:
-    if type(obj) is not dict:
-        return False
-    metadata = obj.get("metadata")
-    return type(metadata) is dict and metadata.get("deletionTimestamp") is not None
 
 
 _EXEMPTION_REASONS: Final = {

@@ -9,10 +9,11 @@ is always "allowed": the registration entry that sends DELETE has
 
 from __future__ import annotations
 
-from typing import Any, Final, NamedTuple
+from typing import Final, NamedTuple
 
 from webhook import messages
 from webhook.admission.warnings import bounded
+from webhook.kube.objects import find_condition, has_finalizer
 from webhook.rules import inuse
 from webhook.rules.field_errors import quote
 
@@ -31,7 +32,7 @@ class DeleteNotice(NamedTuple):
 
 def delete_notice(name: str, old_object: object) -> DeleteNotice:
     """The audit value and the warnings for deleting `old_object` (what the store was)."""
-    condition = _in_use_condition(old_object)
+    condition = find_condition(old_object, inuse.CONDITION_TYPE)
     if condition is None:
         return DeleteNotice(UNKNOWN)
     if condition.get("status") != "True":
@@ -39,21 +40,6 @@ def delete_notice(name: str, old_object: object) -> DeleteNotice:
     message = condition.get("message")
     shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else messages.IN_USE
     headline = messages.delete_in_use(quote(name), shown)
-    if _held(old_object):
+    if has_finalizer(old_object, inuse.FINALIZER):
         return DeleteNotice(DEFERRED, bounded([headline, messages.DELETE_DEFERRED]))
     return DeleteNotice(UNPROTECTED, bounded([headline, messages.DELETE_UNPROTECTED]))
-
-
-def _in_use_condition(obj: object) -> dict[str, Any] | None:
-    status = obj.get("status") if isinstance(obj, dict) else None
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, dict) and condition.get("type") == inuse.CONDITION_TYPE:
-            return condition
-    return None
-
-
-def _held(obj: object) -> bool:
-    metadata = obj.get("metadata") if isinstance(obj, dict) else None
-    finalizers = metadata.get("finalizers") if isinstance(metadata, dict) else None
-    return isinstance(finalizers, list) and inuse.FINALIZER in finalizers

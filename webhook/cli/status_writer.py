@@ -174,12 +174,14 @@ def _serve(settings: WriterSettings, api_client: Any) -> int:
     from webhook.status.controller import StatusController
     from webhook.status.health import HealthServer
 
-    log = logging.getLogger("webhook.status")
+    log = logging.getLogger("feedbackstore.status")
     controller = StatusController(api_client, settings)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
-        log.info("signal received; stopping", extra={"signal": signal.Signals(signum).name})
+        log.info(
+            "signal received; stopping", extra={"fields": {"signal": signal.Signals(signum).name}}
+        )
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
@@ -200,7 +202,7 @@ def _serve(settings: WriterSettings, api_client: Any) -> int:
         )
         return EXIT_UNUSABLE
     health.start()
-    log.info("health endpoint listening", extra={"port": health.port})
+    log.info("health endpoint listening", extra={"fields": {"port": health.port}})
     controller.start()
     while not stop.wait(1.0):
         pass

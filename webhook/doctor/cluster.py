@@ -12,12 +12,10 @@ import http
 import os
 import re
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import orjson
-import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -34,12 +32,13 @@ from webhook.doctor.snapshot import (
     Target,
     Unreadable,
 )
+from webhook.kube.client import TRANSPORT_ERRORS, raw_response, read_json, read_page
+from webhook.kube.pager import Listed, Page, list_all
+from webhook.kube.settings import PAGE_SIZE
 from webhook.rules import api
 
 # (connect, read) seconds: the dry-run may wait out the webhook's own timeout (<= 30 s).
 REQUEST_TIMEOUT: Final = (5.0, 35.0)
-PAGE_SIZE: Final = 500
-TRANSPORT_ERRORS: Final = (urllib3.exceptions.HTTPError, OSError)
 # RFC 7234 warn-code, warn-agent, quoted warn-text (kube-apiserver sends `299 - "..."`).
 _WARNING: Final = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
 
@@ -126,7 +125,7 @@ def probe(custom: k8s.CustomObjectsApi, namespace: str) -> ProbeOutcome:
         return ProbeOutcome(error.status, _warnings(error.headers), _message(error))
     except TRANSPORT_ERRORS as error:
         return ProbeOutcome(None, (), f"{type(error).__name__}: {error}")
-    raw = _raw(response)
+    raw = raw_response(response)
     try:
         return ProbeOutcome(raw.status, _warnings(raw.headers))
     finally:
@@ -134,20 +133,13 @@ def probe(custom: k8s.CustomObjectsApi, namespace: str) -> ProbeOutcome:
 
 
 _RAW: Final[dict[str, Any]] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
+T = TypeVar("T")
 
 
-def _raw(response: object) -> urllib3.BaseHTTPResponse:
-    if isinstance(response, urllib3.BaseHTTPResponse):
-        return response
-    inner = getattr(response, "response", None)  # the client's RESTResponse wrapper
-    if isinstance(inner, urllib3.BaseHTTPResponse):
-        return inner
-    raise TypeError(f"unexpected response type {type(response).__name__}")
-
-
-def _get(call: Callable[[], object]) -> Fetched:
+def _answered(call: Callable[[], T]) -> T | Unreadable | None:
+    """What `call` read, None on 404, `Unreadable` on any other refusal; no answer raises."""
     try:
-        raw = _raw(call())
+        return call()
     except ApiException as error:
         if error.status == http.HTTPStatus.NOT_FOUND:
             return None
@@ -158,31 +150,31 @@ def _get(call: Callable[[], object]) -> Fetched:
         return Unreadable(_message(error))
     except TRANSPORT_ERRORS as error:
         raise UnreachableError(f"no answer from the API server: {error}") from error
-    try:
-        found: dict[str, Any] = orjson.loads(raw.data)
-    finally:
-        raw.release_conn()
+
+
+def _get(call: Callable[[], object]) -> Fetched:
+    found: Fetched = _answered(lambda: read_json(call()))
     return found
 
 
 def _stores(
     custom: k8s.CustomObjectsApi, namespace: str | None
 ) -> list[dict[str, Any]] | Unreadable | None:
-    """Every FeedbackStore in `namespace` (None: all), a page at a time."""
-    found: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        page = _items_and_token(partial(_store_page, custom, namespace, token))
-        if not isinstance(page, tuple):
-            return page
-        items, token = page
-        found.extend(items)
-        if not token:
-            return found
+    """Every FeedbackStore in `namespace` (None: all), a page at a time (the one pager)."""
+
+    def page(limit: int | None, token: str | None) -> Page:
+        return read_page(_store_page(custom, namespace, limit, token))
+
+    listed = _answered(lambda: list_all(page, PAGE_SIZE))
+    return listed.items if isinstance(listed, Listed) else listed
 
 
-def _store_page(custom: k8s.CustomObjectsApi, namespace: str | None, token: str | None) -> object:
-    options: dict[str, Any] = {"limit": PAGE_SIZE, **_RAW}
+def _store_page(
+    custom: k8s.CustomObjectsApi, namespace: str | None, limit: int | None, token: str | None
+) -> object:
+    options: dict[str, Any] = dict(_RAW)
+    if limit:
+        options["limit"] = limit
     if token:
         options["_continue"] = token
     if namespace:
@@ -190,17 +182,6 @@ def _store_page(custom: k8s.CustomObjectsApi, namespace: str | None, token: str 
             api.GROUP, api.VERSION, namespace, api.PLURAL, **options
         )
     return custom.list_cluster_custom_object(api.GROUP, api.VERSION, api.PLURAL, **options)
-
-
-def _items_and_token(
-    call: Callable[[], object],
-) -> tuple[list[dict[str, Any]], str | None] | Unreadable | None:
-    page = _get(call)
-    if not isinstance(page, dict):
-        return page
-    metadata = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
-    items = [item for item in page.get("items") or () if isinstance(item, dict)]
-    return items, (metadata or {}).get("continue") or None
 
 
 def _warnings(headers: Any) -> tuple[str, ...]:

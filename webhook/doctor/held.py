@@ -16,8 +16,9 @@ from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Unreadable
+from webhook.kube.objects import deletion_in_progress, has_finalizer
 from webhook.rules import inuse
-from webhook.status.usage import current_in_use, deleting, has_finalizer
+from webhook.status.usage import current_in_use
 
 NAME: Final = "held-deletions"
 SHOWN: Final = 5
@@ -25,7 +26,11 @@ SHOWN: Final = 5
 
 def held(stores: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Stores being deleted that our finalizer still holds."""
-    return [store for store in stores if deleting(store) and has_finalizer(store)]
+    return [
+        store
+        for store in stores
+        if deletion_in_progress(store) and has_finalizer(store, inuse.FINALIZER)
+    ]
 
 
 def check_held(

@@ -12,8 +12,8 @@ from typing import Final
 
 from webhook.doctor.result import CheckResult, fail, ok
 from webhook.doctor.snapshot import Fetched, Unreadable
-from webhook.status.leader import read_record
-from webhook.status.timestamps import parse_time
+from webhook.kube.leader import read_record
+from webhook.kube.timestamps import parse_time
 
 NAME: Final = "status-writer-lease"
 DEFAULT_DURATION: Final = 15

@@ -15,7 +15,7 @@ from typing import Any, Final
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Unreadable
 from webhook.rules import api
-from webhook.status.condition import STATUS_FALSE, current_condition, observed_generation
+from webhook.status.validated import STATUS_FALSE, current_condition, observed_generation
 
 NAME: Final = "store-conditions"
 SHOWN: Final = 5

@@ -3,7 +3,7 @@
 Only `spec.feedbackStoreRef` is kept, not the agents themselves, in a
 `ReferenceIndex`; every change queues the stores it touched, so a reference
 that appears or goes away is reconciled at once. The list-watch loop is the
-writer's own `Informer`, fed a cache that routes instead of storing.
+plumbing's `Informer`, with handlers that update the index.
 
 The feature needs the AgentDeployment CRD. Before watching, the resource is
 looked for with a one-item list: a 404 means it is not served, which is said
@@ -15,7 +15,6 @@ never removed on a view that is not synced).
 
 from __future__ import annotations
 
-import http
 import logging
 import threading
 from collections.abc import Callable
@@ -23,75 +22,27 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
+from webhook.kube.cache import Key
+from webhook.kube.client import CollectionApi, status_code
+from webhook.kube.informer import EventHandlers, Informer
+from webhook.kube.settings import InformerSettings
+from webhook.kube.workqueue import WorkQueue
 from webhook.rules import inuse
-from webhook.status.cache import Key, ObjectCache
-from webhook.status.informer import Informer
-from webhook.status.kubeapi import LIST_TIMEOUT, CollectionApi, status_code
-from webhook.status.metrics import WriterMetrics
-from webhook.status.settings import InformerSettings
 from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference
-from webhook.status.workqueue import WorkQueue
+from webhook.status.writer_metrics import WriterMetrics
 
-log = logging.getLogger("webhook.status.agents")
+log = logging.getLogger("feedbackstore.status.agents")
 
 
-class AgentDeploymentApi(CollectionApi):
+def agent_api(api_client: ApiClient, namespace: str | None) -> CollectionApi:
     """List and watch AgentDeployments (storage version), in one namespace or all.
 
-    The same list paging and watch options as for FeedbackStores, so the
+    The same list paging and watch options as for FeedbackStores, so one
     `Informer` drives both alike; nothing here writes an AgentDeployment.
     """
-
-    RESOURCE = (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL)
-
-    def served(self) -> bool:
-        """Whether the resource is served: a one-item list, 404 when the CRD is absent."""
-        try:
-            response = self._collection(limit=1, _request_timeout=LIST_TIMEOUT)
-        except Exception as error:
-            if status_code(error) == http.HTTPStatus.NOT_FOUND:
-                return False
-            raise
-        response.drain_conn()
-        response.release_conn()
-        return True
-
-
-class _References(ObjectCache):
-    """An `ObjectCache` for the `Informer` that keeps each agent's reference, not the agent."""
-
-    def __init__(self, index: ReferenceIndex, lock: threading.Lock, touched: WorkQueue[Key]):
-        super().__init__()
-        self._index = index
-        self._index_lock = lock
-        self._touched = touched
-
-    def put(self, key: Key, obj: dict[str, Any]) -> None:
-        with self._index_lock:
-            stores = self._index.link(key, store_reference(obj))
-        self._queue(stores)
-
-    def delete(self, key: Key) -> None:
-        with self._index_lock:
-            stores = self._index.remove(key)
-        self._queue(stores)
-
-    def replace(self, objects: dict[Key, dict[str, Any]]) -> list[Key]:
-        with self._index_lock:
-            stores = self._index.replace({k: store_reference(o) for k, o in objects.items()})
-        self._queue(stores)
-        return []
-
-    def _queue(self, stores: set[Key]) -> None:
-        for store in stores:
-            self._touched.add(store)
-
-
-class _Discard(WorkQueue[Key]):
-    """The agent keys the `Informer` queues: no work of their own (the stores are queued)."""
-
-    def add(self, key: Key) -> None:
-        return
+    return CollectionApi(
+        api_client, (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL), namespace
+    )
 
 
 class AgentView:
@@ -106,7 +57,7 @@ class AgentView:
         replan: Callable[[], None],
         recheck_seconds: float = 30.0,
     ) -> None:
-        self._api = AgentDeploymentApi(api_client, namespace)
+        self._api = agent_api(api_client, namespace)
         self._lock = threading.Lock()
         self._index = ReferenceIndex()
         self._store_queue = store_queue
@@ -117,11 +68,24 @@ class AgentView:
         # Its own metrics registry: the writer's gauges and counters speak of stores only.
         self.informer = Informer(
             self._api,
-            _References(self._index, self._lock, store_queue),
-            _Discard(),
+            EventHandlers(on_add=self._link, on_update=self._link, on_delete=self._unlink),
             WriterMetrics(),
             settings,
         )
+
+    def _link(self, agent: Key, obj: dict[str, Any]) -> None:
+        with self._lock:
+            stores = self._index.link(agent, store_reference(obj))
+        self._queue_stores(stores)
+
+    def _unlink(self, agent: Key) -> None:
+        with self._lock:
+            stores = self._index.remove(agent)
+        self._queue_stores(stores)
+
+    def _queue_stores(self, stores: set[Key]) -> None:
+        for store in stores:
+            self._store_queue.add(store)
 
     def view(self, store: Key) -> View:
         if self.informer.synced.is_set():
@@ -138,7 +102,7 @@ class AgentView:
             except Exception as error:  # transport, 5xx, 403: unknown, try again later
                 log.warning(
                     "cannot tell whether AgentDeployments are served",
-                    extra={"status": status_code(error), "error": f"{error}"[:300]},
+                    extra={"fields": {"status": status_code(error), "error": f"{error}"[:300]}},
                 )
                 self._stop.wait(self._recheck)
                 continue
@@ -154,7 +118,7 @@ class AgentView:
                 log.info(
                     "in-use protection off: AgentDeployments are not served; looking again "
                     f"every {self._recheck:g} s",
-                    extra={"resource": f"{inuse.AGENT_PLURAL}.{inuse.AGENT_GROUP}"},
+                    extra={"fields": {"resource": f"{inuse.AGENT_PLURAL}.{inuse.AGENT_GROUP}"}},
                 )
                 announced = True
             self._mark_not_served()

@@ -12,24 +12,26 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from kubernetes.client import ApiClient
 
 from webhook import __version__
+from webhook.kube.cache import Key, ObjectCache
+from webhook.kube.client import LeaseApi
+from webhook.kube.informer import EventHandlers, Informer
+from webhook.kube.leader import LeaderElector
+from webhook.kube.ratelimit import TokenBucket, throttle
+from webhook.kube.workqueue import WorkQueue
 from webhook.status.agents import AgentView
-from webhook.status.cache import Key, ObjectCache
 from webhook.status.events import EventRecorder
-from webhook.status.informer import Informer
-from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi, LeaseApi
-from webhook.status.leader import LeaderElector
-from webhook.status.metrics import WriterMetrics
+from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi
 from webhook.status.protection import FinalizerApi, Protection, UsageEvents
-from webhook.status.ratelimit import TokenBucket, throttle
 from webhook.status.settings import WriterSettings
-from webhook.status.workqueue import WorkQueue
 from webhook.status.writer import StatusWriter
+from webhook.status.writer_metrics import WriterMetrics
 
-log = logging.getLogger("webhook.status.controller")
+log = logging.getLogger("feedbackstore.status.controller")
 
 
 class StatusController:
@@ -52,7 +54,9 @@ class StatusController:
         self.cache = ObjectCache()
         self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
         self.elector = LeaderElector(
-            LeaseApi(self._lease_client, settings.lease_namespace, settings.lease_name),
+            LeaseApi(
+                self._lease_client, settings.lease_namespace, settings.lease_name, FIELD_MANAGER
+            ),
             settings.election(),
             self.metrics,
             on_started_leading=self.resync,
@@ -77,11 +81,9 @@ class StatusController:
         )
         self.informer = Informer(
             stores,
-            self.cache,
-            self.queue,
+            EventHandlers(on_add=self._store, on_update=self._store, on_delete=self._forget),
             self.metrics,
             settings.informer(page_size=settings.list_page_size),
-            on_deleted=self.writer.forget,
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -97,9 +99,11 @@ class StatusController:
         log.info(
             "status writer started",
             extra={
-                "identity": self.settings.identity,
-                "namespace": self.settings.namespace or "(all)",
-                "lease": f"{self.settings.lease_namespace}/{self.settings.lease_name}",
+                "fields": {
+                    "identity": self.settings.identity,
+                    "namespace": self.settings.namespace or "(all)",
+                    "lease": f"{self.settings.lease_namespace}/{self.settings.lease_name}",
+                }
             },
         )
 
@@ -116,12 +120,21 @@ class StatusController:
         if self._elector_thread is not None:
             self._elector_thread.join(timeout)
         self._lease_client.close()  # type: ignore[no-untyped-call]
-        log.info("status writer stopped", extra={"identity": self.settings.identity})
+        log.info("status writer stopped", extra={"fields": {"identity": self.settings.identity}})
 
     def resync(self) -> None:
         """Queue every cached object; those already up to date cost no request."""
         for key in self.cache.snapshot():
             self.queue.add(key)
+
+    def _store(self, key: Key, obj: dict[str, Any]) -> None:
+        """A FeedbackStore seen (listed, added or changed): cache it, reconcile it."""
+        self.cache.put(key, obj)
+        self.queue.add(key)
+
+    def _forget(self, key: Key) -> None:
+        self.cache.delete(key)
+        self.writer.forget(key)
 
     def is_leader(self) -> bool:
         return self.elector.is_leader()

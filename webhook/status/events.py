@@ -7,38 +7,39 @@ invalid, gets none, so a resync never spams. Events are best effort, as with
 client-go's recorder: a failure is logged and counted, never retried.
 
 They are written as core/v1 Events (involvedObject, firstTimestamp,
-lastTimestamp, count), the shape `kubectl describe` has always read, and
-correlated as client-go's recorder for that API does (correlation.py): the
-same Event again on the same object patches the first one's `count` and
-`lastTimestamp` instead of creating another.
+lastTimestamp, count), the shape `kubectl describe` has always read; each
+transition is an Event of its own, and a per-object limit (`EventLimit`)
+bounds how many one store can cause.
 """
 
 from __future__ import annotations
 
-import http
 import logging
+import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, cast
+from typing import Any, Final
 
-import orjson
-import urllib3
 from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event
-from kubernetes.client.exceptions import ApiException
 
+from webhook.kube.client import REQUEST_TIMEOUT, read_json
+from webhook.kube.ratelimit import TokenBucket
 from webhook.rules import Verdict, api, messages
 from webhook.rules.summary import summarize
-from webhook.status.condition import STATUS_FALSE, STATUS_TRUE
-from webhook.status.correlation import Correlated, EventCorrelator
-from webhook.status.kubeapi import FIELD_MANAGER, REQUEST_TIMEOUT
-from webhook.status.metrics import WriterMetrics
+from webhook.status.kubeapi import FIELD_MANAGER
+from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
+from webhook.status.writer_metrics import WriterMetrics
 
-log = logging.getLogger("webhook.status.events")
+log = logging.getLogger("feedbackstore.status.events")
 
 # Short enough to read in `kubectl describe`; events.k8s.io caps `note` at 1 kB.
 MAX_EVENT_MESSAGE: Final = 1024
-STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+# Per object: this many Events at once, then one per EVENT_REFILL_SECONDS (client-go's figures).
+EVENT_BURST: Final = 25
+EVENT_REFILL_SECONDS: Final = 300.0
 WARNING: Final = "Warning"
 NORMAL: Final = "Normal"
 
@@ -100,20 +101,60 @@ def event_body(
     }
 
 
+class EventLimit:
+    """A token bucket per object, so a store that flips back and forth cannot flood Events.
+
+    An Event is written only when a verdict or the in-use state changes, so a
+    store emits one only when someone changes it; the limit bounds the worst
+    case, a store edited back and forth in a loop. Its figures are client-go's
+    spam filter's (`EventSourceObjectSpamFilter`): `burst` at once, then one
+    per `refill_seconds`. At most `max_objects` buckets are kept, the least
+    recently used dropped first (a dropped bucket starts full again).
+    """
+
+    def __init__(
+        self,
+        burst: int = EVENT_BURST,
+        refill_seconds: float = EVENT_REFILL_SECONDS,
+        max_objects: int = 4096,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._burst = burst
+        self._qps = 1.0 / refill_seconds
+        self._max = max_objects
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._buckets: OrderedDict[tuple[str, ...], TokenBucket] = OrderedDict()
+
+    def allow(self, obj: dict[str, Any]) -> bool:
+        """Whether one more Event about `obj` may be written now (takes a token if so)."""
+        metadata = obj["metadata"]
+        key = (metadata["namespace"], metadata["name"], str(metadata.get("uid") or ""))
+        with self._lock:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = TokenBucket(self._qps, self._burst, clock=self._clock)
+                self._buckets[key] = bucket
+                while len(self._buckets) > self._max:
+                    self._buckets.popitem(last=False)
+            self._buckets.move_to_end(key)
+            return bucket.try_take()
+
+
 class EventRecorder:
-    """Sends Events through client-go's correlation (correlation.py): a repeat patches `count`."""
+    """Creates Events, best effort, within a per-object limit (`EventLimit`)."""
 
     def __init__(
         self,
         api_client: ApiClient,
         instance: str,
         metrics: WriterMetrics,
-        correlator: EventCorrelator | None = None,
+        limit: EventLimit | None = None,
     ) -> None:
         self._api = CoreV1Api(api_client)
         self._instance = instance
         self._metrics = metrics
-        self._correlator = correlator or EventCorrelator()
+        self._limit = limit or EventLimit()
 
     def record(
         self, obj: dict[str, Any], change: Transition, verdict: Verdict, now: datetime
@@ -121,68 +162,34 @@ class EventRecorder:
         self.emit(obj, change, event_message(verdict), now)
 
     def emit(self, obj: dict[str, Any], change: Transition, message: str, now: datetime) -> None:
-        """Create the Event, or patch the same one seen before; best effort, never retried."""
-        body = event_body(obj, change, message, self._instance, now)
-        correlated = self._correlator.correlate(body, now)
-        if correlated.skip:
+        """Create the Event unless the object is past its limit; never retried."""
+        if not self._limit.allow(obj):
             self._metrics.events.labels(change.reason, "dropped").inc()
             return
+        body = event_body(obj, change, message, self._instance, now)
         metadata = obj["metadata"]
         try:
-            written, patched = self._send(correlated)
+            read_json(
+                self._api.create_namespaced_event(
+                    metadata["namespace"],
+                    CoreV1Event.model_validate(body),
+                    field_manager=FIELD_MANAGER,
+                    _preload_content=False,
+                    _request_timeout=REQUEST_TIMEOUT,
+                )
+            )
         except Exception as error:  # best effort: counted and logged, never retried
             self._metrics.events.labels(change.reason, "error").inc()
             log.warning(
                 "event not recorded",
                 extra={
-                    "namespace": metadata["namespace"],
-                    "object": metadata["name"],
-                    "reason": change.reason,
-                    "error": f"{type(error).__name__}: {error}"[:300],
+                    "fields": {
+                        "namespace": metadata["namespace"],
+                        "object": metadata["name"],
+                        "reason": change.reason,
+                        "error": f"{type(error).__name__}: {error}"[:300],
+                    }
                 },
             )
             return
-        self._correlator.update_state(correlated.key, written)
-        self._metrics.events.labels(change.reason, "patched" if patched else "ok").inc()
-
-    def _send(self, correlated: Correlated) -> tuple[dict[str, Any], bool]:
-        """The server's copy of the Event, and whether it was patched (else created)."""
-        event = correlated.event
-        namespace = event["metadata"]["namespace"]
-        if correlated.patch is not None:
-            try:
-                patched = _json(
-                    self._api.patch_namespaced_event(
-                        event["metadata"]["name"],
-                        namespace,
-                        correlated.patch,
-                        field_manager=FIELD_MANAGER,
-                        _content_type=STRATEGIC_MERGE_PATCH,
-                        _preload_content=False,
-                        _request_timeout=REQUEST_TIMEOUT,
-                    )
-                )
-                return patched, True
-            except ApiException as error:
-                # Events live an hour (kube-apiserver --event-ttl): a patch may find it gone,
-                # and client-go creates it afresh then, with the count it has reached.
-                if error.status != http.HTTPStatus.NOT_FOUND:
-                    raise
-            event = {**event, "metadata": {**event["metadata"], "resourceVersion": None}}
-        created = self._api.create_namespaced_event(
-            namespace,
-            CoreV1Event.model_validate(event),
-            field_manager=FIELD_MANAGER,
-            _preload_content=False,
-            _request_timeout=REQUEST_TIMEOUT,
-        )
-        return _json(created), False
-
-
-def _json(response: object) -> dict[str, Any]:
-    raw = cast(urllib3.BaseHTTPResponse, response)
-    try:
-        decoded = orjson.loads(raw.data)
-    finally:
-        raw.release_conn()
-    return decoded if isinstance(decoded, dict) else {}
+        self._metrics.events.labels(change.reason, "ok").inc()

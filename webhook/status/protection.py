@@ -19,13 +19,13 @@ from typing import Any, Final
 
 from kubernetes.client import ApiClient, CustomObjectsApi
 
+from webhook.kube.cache import Key
 from webhook.rules import inuse
-from webhook.status.cache import Key
 from webhook.status.events import NORMAL, EventRecorder, Transition
 from webhook.status.kubeapi import apply_as_writer
 from webhook.status.usage import View
 
-log = logging.getLogger("webhook.status.protection")
+log = logging.getLogger("feedbackstore.status.protection")
 
 MAX_MESSAGE: Final = 1024
 

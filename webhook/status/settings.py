@@ -10,16 +10,14 @@ informer) from those parts' settings rather than restating them.
 from __future__ import annotations
 
 import os
-import random
 import socket
 import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
-from webhook.status.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+from webhook.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
+from webhook.kube.settings import PAGE_SIZE, ElectionSettings, InformerSettings
 
-# Objects per list request: client-go's pager `defaultPageSize`.
-PAGE_SIZE: Final = 500
 # The Lease replicas elect a writer through, unless told otherwise; the shipped Role names it.
 LEASE_NAME: Final = "feedbackstore-status-writer"
 
@@ -29,35 +27,6 @@ def holder_identity(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     base = env.get("POD_NAME") or socket.gethostname() or "status-writer"
     return f"{base[:200]}_{uuid.uuid4()}"
-
-
-@dataclass(slots=True)
-class ElectionSettings:
-    identity: str
-    lease_duration: int = 15
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-
-    def check(self) -> None:
-        """Raise ValueError unless 0 < renew_deadline < lease_duration.
-
-        A leader must stop writing before its Lease can expire and another replica
-        take over, or two would write at once.
-        """
-        if not 0 < self.renew_deadline < self.lease_duration:
-            raise ValueError("renew deadline must be positive and shorter than the lease")
-
-
-@dataclass(slots=True)
-class InformerSettings:
-    # Server-side watch timeout: a random value in [t, 2t), as client-go's reflector
-    # does, so many watchers do not all reconnect at the same moment.
-    watch_timeout_seconds: int = 300
-    backoff_initial: float = 0.8
-    backoff_cap: float = 30.0
-    # Objects per list request (client-go's pager default); None lists everything at once.
-    page_size: int | None = PAGE_SIZE
-    rng: random.Random = field(default_factory=random.Random)
 
 
 _ELECTION: Final = ElectionSettings(identity="")

@@ -22,10 +22,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from webhook.kube.cache import Key
+from webhook.kube.objects import (
+    condition_changed,
+    deletion_in_progress,
+    find_condition,
+    has_finalizer,
+    transition_time,
+)
 from webhook.rules import api, inuse
-from webhook.status.cache import Key
-from webhook.status.condition import STATUS_FALSE, STATUS_TRUE
-from webhook.status.timestamps import parse_time, rfc3339
+from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
 
 _COMPARED: Final = ("status", "reason", "message")
 
@@ -115,24 +121,8 @@ def agents_phrase(holders: tuple[str, ...], limit: int = inuse.MAX_NAMED_AGENTS)
     return f"{count} {kind}: {named}{rest}"
 
 
-def deleting(store: dict[str, Any]) -> bool:
-    metadata = store.get("metadata")
-    return isinstance(metadata, dict) and metadata.get("deletionTimestamp") is not None
-
-
-def has_finalizer(store: dict[str, Any]) -> bool:
-    metadata = store.get("metadata")
-    finalizers = metadata.get("finalizers") if isinstance(metadata, dict) else None
-    return isinstance(finalizers, list) and inuse.FINALIZER in finalizers
-
-
 def current_in_use(store: dict[str, Any]) -> dict[str, Any] | None:
-    status = store.get("status")
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, dict) and condition.get("type") == inuse.CONDITION_TYPE:
-            return condition
-    return None
+    return find_condition(store, inuse.CONDITION_TYPE)
 
 
 def in_use_fields(store: dict[str, Any], view: tuple[str, ...] | NotServed) -> tuple[str, str, str]:
@@ -141,7 +131,7 @@ def in_use_fields(store: dict[str, Any], view: tuple[str, ...] | NotServed) -> t
         return STATUS_FALSE, inuse.REASON_NOT_SERVED, f"no {inuse.AGENT_KIND} resource is served"
     if not view:
         return STATUS_FALSE, inuse.REASON_NOT_REFERENCED, f"no {inuse.AGENT_KIND} references it"
-    if deleting(store):
+    if deletion_in_progress(store):
         return (
             STATUS_TRUE,
             inuse.REASON_DEFERRED,
@@ -183,24 +173,16 @@ def plan_usage(store: dict[str, Any], view: View, now: datetime) -> UsagePlan:
         "reason": reason,
         "message": message,
     }
-    kept = previous.get("lastTransitionTime") if previous is not None else None
-    if previous is not None and previous.get("status") == status and parse_time(kept) is not None:
-        condition["lastTransitionTime"] = kept
-    else:
-        condition["lastTransitionTime"] = rfc3339(now)
-    needed = (
-        previous is None
-        or parse_time(previous.get("lastTransitionTime")) is None
-        or any(previous.get(key) != condition[key] for key in _COMPARED)
-    )
+    condition["lastTransitionTime"] = transition_time(previous, status, now)
+    needed = condition_changed(previous, condition, _COMPARED)
     holders = () if view is NOT_SERVED else view
     return UsagePlan(condition, previous, needed, _finalizer(store, holders))
 
 
 def _finalizer(store: dict[str, Any], holders: Iterable[str]) -> Finalizer | None:
-    held = has_finalizer(store)
+    held = has_finalizer(store, inuse.FINALIZER)
     in_use = any(True for _ in holders)
-    if in_use and not held and not deleting(store):
+    if in_use and not held and not deletion_in_progress(store):
         return Finalizer.ADD
     if not in_use and held:
         return Finalizer.REMOVE

@@ -26,17 +26,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from webhook.status.cache import Key, ObjectCache, resource_version
-from webhook.status.condition import StatusPlan, apply_configuration, plan_status
+from webhook.kube.cache import Key, ObjectCache, resource_version
+from webhook.kube.client import retry_after, status_code
+from webhook.kube.objects import deletion_in_progress
+from webhook.kube.timestamps import utc_now
+from webhook.kube.workqueue import WorkQueue
 from webhook.status.events import EventRecorder, transition
-from webhook.status.kubeapi import FeedbackStoreApi, retry_after, status_code
-from webhook.status.metrics import WriterMetrics
+from webhook.status.kubeapi import FeedbackStoreApi
 from webhook.status.protection import Protection
-from webhook.status.timestamps import utc_now
-from webhook.status.usage import Finalizer, UsagePlan, deleting, finalizer_configuration, plan_usage
-from webhook.status.workqueue import WorkQueue
+from webhook.status.usage import Finalizer, UsagePlan, finalizer_configuration, plan_usage
+from webhook.status.validated import StatusPlan, apply_configuration, plan_status
+from webhook.status.writer_metrics import WriterMetrics
 
-log = logging.getLogger("webhook.status.writer")
+log = logging.getLogger("feedbackstore.status.writer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,7 @@ class StatusWriter:
             try:
                 outcome = self.reconcile(key)
             except Exception:  # a bug must cost one object a retry, not the worker
-                log.exception("reconcile failed", extra=_where(key))
+                log.exception("reconcile failed", extra={"fields": _where(key)})
                 outcome = Outcome("retry", 0.0)
             finally:
                 queue.done(key)
@@ -123,9 +125,11 @@ class StatusWriter:
         log.info(
             "in-use condition written",
             extra={
-                **_where(key),
-                "status": condition.get("status"),
-                "reason": condition.get("reason"),
+                "fields": {
+                    **_where(key),
+                    "status": condition.get("status"),
+                    "reason": condition.get("reason"),
+                }
             },
         )
         if usage.deferred and self._protection is not None:
@@ -149,8 +153,8 @@ class StatusWriter:
         self._metrics.writes.labels("ok").inc()
         if isinstance(written.get("metadata"), dict):
             self._cache.put_if_unchanged(key, resource_version(obj), written)
-        log.info("finalizer " + ("added" if hold else "removed"), extra=_where(key))
-        if not hold and deleting(obj):
+        log.info("finalizer " + ("added" if hold else "removed"), extra={"fields": _where(key)})
+        if not hold and deletion_in_progress(obj):
             self._protection.record_release(obj, now)
         return Outcome("written")
 
@@ -165,7 +169,10 @@ class StatusWriter:
             # from it. No GET: the writer needs no read access beyond list and watch.
             self._metrics.writes.labels("conflict").inc()
             self._metrics.conflicts.inc()
-            log.info("conflict writing status; retrying from the watched object", extra=_where(key))
+            log.info(
+                "conflict writing status; retrying from the watched object",
+                extra={"fields": _where(key)},
+            )
             return Outcome("retry", 0.0)
         self._metrics.writes.labels("error").inc()
         return self._failed(key, "status write failed", error)
@@ -191,11 +198,13 @@ class StatusWriter:
         log.info(
             "condition written",
             extra={
-                **_where(key),
-                "status": condition["status"],
-                "reason": condition["reason"],
-                "observedGeneration": condition.get("observedGeneration"),
-                "problems": plan.verdict.problem_count,
+                "fields": {
+                    **_where(key),
+                    "status": condition["status"],
+                    "reason": condition["reason"],
+                    "observedGeneration": condition.get("observedGeneration"),
+                    "problems": plan.verdict.problem_count,
+                }
             },
         )
         previous = plan.previous.get("status") if plan.previous is not None else None
@@ -207,9 +216,11 @@ class StatusWriter:
         log.warning(
             f"{what}; retrying after backoff",
             extra={
-                **_where(key),
-                "status": status_code(error),
-                "error": f"{type(error).__name__}: {error}"[:300],
+                "fields": {
+                    **_where(key),
+                    "status": status_code(error),
+                    "error": f"{type(error).__name__}: {error}"[:300],
+                }
             },
         )
         return Outcome("retry", retry_after(error))

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from webhook.status.backoff import backoff_delay
+from webhook.kube.backoff import backoff_delay
 
 K = TypeVar("K", bound=Hashable)
 

@@ -24,14 +24,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from webhook.status.kubeapi import LeaseApi, status_code
-from webhook.status.metrics import WriterMetrics
-from webhook.status.settings import ElectionSettings
-from webhook.status.timestamps import micro_time, utc_now
+from prometheus_client import Counter, Gauge
 
-log = logging.getLogger("webhook.status.leader")
+from webhook.kube.client import LeaseApi, status_code
+from webhook.kube.settings import ElectionSettings
+from webhook.kube.timestamps import micro_time, utc_now
+
+log = logging.getLogger("feedbackstore.kube.leader")
+
+
+class ElectionMetrics(Protocol):
+    """What an elector reports; the owner names them (prometheus-client objects)."""
+
+    leader: Gauge
+    lease_transitions: Counter
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +120,7 @@ class LeaderElector:
         self,
         api: LeaseApi,
         settings: ElectionSettings,
-        metrics: WriterMetrics,
+        metrics: ElectionMetrics,
         on_started_leading: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -153,7 +161,9 @@ class LeaderElector:
             held = False
             log.warning(
                 "lease request failed",
-                extra={"status": status_code(error), "error": f"{type(error).__name__}"},
+                extra={
+                    "fields": {"status": status_code(error), "error": f"{type(error).__name__}"}
+                },
             )
         self._settle(held, attempted)
 
@@ -171,9 +181,11 @@ class LeaderElector:
                 return False
             self._api.replace(record.resource_version, released_spec(record, utc_now()))
         except Exception as error:  # the lease then simply expires
-            log.warning("lease release failed", extra={"error": f"{type(error).__name__}"})
+            log.warning(
+                "lease release failed", extra={"fields": {"error": f"{type(error).__name__}"}}
+            )
             return False
-        log.info("lease released", extra={"identity": self.identity})
+        log.info("lease released", extra={"fields": {"identity": self.identity}})
         return True
 
     def _settle(self, held: bool, attempted: float) -> None:
@@ -196,14 +208,14 @@ class LeaderElector:
                 self._leading = True
                 self._metrics.leader.set(1)
                 self._metrics.lease_transitions.labels("leader").inc()
-                log.info("started leading", extra={"identity": self.identity})
+                log.info("started leading", extra={"fields": {"identity": self.identity}})
                 self._on_started()
 
     def _step_down(self, why: str) -> None:
         self._leading = False
         self._metrics.leader.set(0)
         self._metrics.lease_transitions.labels("standby").inc()
-        log.info("stopped leading", extra={"identity": self.identity, "why": why})
+        log.info("stopped leading", extra={"fields": {"identity": self.identity, "why": why}})
 
     def _try_acquire_or_renew(self) -> bool:
         if self.is_leader() and self._renew_optimistically():
@@ -242,7 +254,9 @@ class LeaderElector:
         except Exception as error:
             log.info(
                 "optimistic lease renewal failed; reading the lease",
-                extra={"status": status_code(error), "error": f"{type(error).__name__}"},
+                extra={
+                    "fields": {"status": status_code(error), "error": f"{type(error).__name__}"}
+                },
             )
             return False
 

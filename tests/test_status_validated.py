@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from webhook.rules import api, messages
-from webhook.status.condition import (
+from webhook.status.validated import (
     MAX_CONDITION_MESSAGE,
     apply_configuration,
     current_condition,

@@ -5,10 +5,11 @@ The client's `SharedInformer` is not used: in `kubernetes` 37 it reads a list's
 `CustomObjectsApi` returns, and its `Watch.stream` retries a 410 once from the
 same expired resourceVersion before giving up. This loop does what client-go's
 reflector does instead:
-- list in pages of 500 (`limit`/`continue`, see pager.py), store everything,
-  queue every key, then watch from the list's resourceVersion with
-  `allowWatchBookmarks` (bookmarks only move the resourceVersion forward, so a
-  reconnect after a quiet hour is not a 410);
+- list in pages of 500 (`limit`/`continue`, see pager.py), hand every object
+  to the handlers (and every key gone since the last list to `on_delete`),
+  then watch from the list's resourceVersion with `allowWatchBookmarks`
+  (bookmarks only move the resourceVersion forward, so a reconnect after a
+  quiet hour is not a 410);
 - `410 Gone` (as an HTTP answer or an ERROR event) means our resourceVersion
   was compacted away: relist;
 - a watch the server ends normally (its `timeoutSeconds`) is resumed at once
@@ -24,25 +25,25 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import urllib3
+from prometheus_client import Counter, Gauge
 
-from webhook.status.backoff import Backoff
-from webhook.status.cache import Key, ObjectCache, object_key, resource_version
-from webhook.status.kubeapi import TRANSPORT_ERRORS, CollectionApi, retry_after, status_code
-from webhook.status.metrics import WriterMetrics
-from webhook.status.settings import InformerSettings
-from webhook.status.watch import (
+from webhook.kube.backoff import Backoff
+from webhook.kube.cache import Key, object_key, resource_version
+from webhook.kube.client import TRANSPORT_ERRORS, CollectionApi, retry_after, status_code
+from webhook.kube.settings import InformerSettings
+from webhook.kube.watch import (
     WatchEvent,
     WatchStreamError,
     decode_event,
     response_chunks,
     split_lines,
 )
-from webhook.status.workqueue import WorkQueue
 
-log = logging.getLogger("webhook.status.informer")
+log = logging.getLogger("feedbackstore.kube.informer")
 
 # A watch that ran at least this long, or delivered an event, was healthy:
 # its end resets the backoff and it is resumed at once.
@@ -53,22 +54,43 @@ class ResourceExpiredError(Exception):
     """410 Gone: the resourceVersion we watch from is no longer in the server's window."""
 
 
+class InformerMetrics(Protocol):
+    """The counters an informer moves; the owner names them (prometheus-client objects)."""
+
+    lists: Counter
+    objects: Gauge
+    watch_events: Counter
+    watch_restarts: Counter
+
+
+@dataclass(frozen=True, slots=True)
+class EventHandlers:
+    """What the owner does with each change, as client-go's `ResourceEventHandlerFuncs`.
+
+    `on_add` and `on_update` get the key and the object as the server sent it
+    (the owner's to keep); `on_delete` the key of an object that is gone,
+    including one deleted while the watch was away (found on relist).
+    """
+
+    on_add: Callable[[Key, dict[str, Any]], None]
+    on_update: Callable[[Key, dict[str, Any]], None]
+    on_delete: Callable[[Key], None]
+
+
 class Informer:
     def __init__(
         self,
         api: CollectionApi,
-        cache: ObjectCache,
-        queue: WorkQueue[Key],
-        metrics: WriterMetrics,
+        handlers: EventHandlers,
+        metrics: InformerMetrics,
         settings: InformerSettings | None = None,
-        on_deleted: Callable[[Key], None] | None = None,
     ) -> None:
         self._api = api
-        self._cache = cache
-        self._queue = queue
+        self._handlers = handlers
         self._metrics = metrics
         self._settings = settings or InformerSettings()
-        self._on_deleted = on_deleted
+        # The keys the handlers have been told of: what a relist compares against.
+        self._known: set[Key] = set()
         self._backoff = Backoff(
             self._settings.backoff_initial, self._settings.backoff_cap, self._settings.rng
         )
@@ -110,21 +132,24 @@ class Informer:
             key = object_key(item)
             if key is not None:
                 fresh[key] = item
-        for gone in self._cache.replace(fresh):
-            self._forget(gone)
+        for gone in [key for key in self._known if key not in fresh]:
+            self._known.discard(gone)
+            self._handlers.on_delete(gone)
+        for key, item in fresh.items():
+            self._deliver(key, item)
         self._metrics.lists.inc()
         self._metrics.objects.set(len(fresh))
-        for key in fresh:
-            self._queue.add(key)
         self._backoff.reset()
         self.synced.set()
         log.info(
             "listed",
             extra={
-                "objects": len(fresh),
-                "resourceVersion": version,
-                "requests": listed.requests,
-                "fullListFallback": listed.full_list_fallback,
+                "fields": {
+                    "objects": len(fresh),
+                    "resourceVersion": version,
+                    "requests": listed.requests,
+                    "fullListFallback": listed.full_list_fallback,
+                }
             },
         )
         return version
@@ -144,7 +169,9 @@ class Informer:
             for line in split_lines(response_chunks(response)):
                 event = decode_event(line)
                 if event is None:
-                    log.warning("unreadable watch line skipped", extra={"bytes": len(line)})
+                    log.warning(
+                        "unreadable watch line skipped", extra={"fields": {"bytes": len(line)}}
+                    )
                     continue
                 self._apply(event)
                 delivered = True
@@ -177,29 +204,35 @@ class Informer:
             return
         key = object_key(obj)
         if key is None:
-            log.warning("watch event without namespace/name skipped", extra={"type": event.type})
+            log.warning(
+                "watch event without namespace/name skipped", extra={"fields": {"type": event.type}}
+            )
             return
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "watch event",
                 extra={
-                    "type": event.type,
-                    "namespace": key[0],
-                    "object": key[1],
-                    "resourceVersion": self._version,
+                    "fields": {
+                        "type": event.type,
+                        "namespace": key[0],
+                        "object": key[1],
+                        "resourceVersion": self._version,
+                    }
                 },
             )
         if event.type == "DELETED":
-            self._cache.delete(key)
-            self._forget(key)
+            self._known.discard(key)
+            self._handlers.on_delete(key)
         else:
-            self._cache.put(key, obj)
-            self._queue.add(key)
-        self._metrics.objects.set(len(self._cache))
+            self._deliver(key, obj)
+        self._metrics.objects.set(len(self._known))
 
-    def _forget(self, key: Key) -> None:
-        if self._on_deleted is not None:
-            self._on_deleted(key)
+    def _deliver(self, key: Key, obj: dict[str, Any]) -> None:
+        if key in self._known:
+            self._handlers.on_update(key, obj)
+        else:
+            self._known.add(key)
+            self._handlers.on_add(key, obj)
 
     def _relist(self) -> None:
         self._version = None
@@ -207,7 +240,7 @@ class Informer:
 
     def _restart(self, reason: str, message: str) -> None:
         self._metrics.watch_restarts.labels(reason).inc()
-        log.info(message, extra={"reason": reason})
+        log.info(message, extra={"fields": {"reason": reason}})
 
     def _fail(self, error: Exception) -> None:
         code = status_code(error)
@@ -218,10 +251,12 @@ class Informer:
         log.warning(
             "list/watch failed",
             extra={
-                "status": code,
-                "error": f"{type(error).__name__}: {error}"[:500],
-                "retry_in": round(delay, 3),
-                "transport": isinstance(error, TRANSPORT_ERRORS),
+                "fields": {
+                    "status": code,
+                    "error": f"{type(error).__name__}: {error}"[:500],
+                    "retry_in": round(delay, 3),
+                    "transport": isinstance(error, TRANSPORT_ERRORS),
+                }
             },
         )
         self._stop.wait(delay)

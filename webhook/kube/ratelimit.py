@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 if TYPE_CHECKING:  # the CLI reads the defaults below without importing the client
     from kubernetes.client import ApiClient
 
-log = logging.getLogger("webhook.status.ratelimit")
+log = logging.getLogger("feedbackstore.kube.ratelimit")
 
 DEFAULT_QPS: Final = 50.0
 DEFAULT_BURST: Final = 100
@@ -111,7 +111,9 @@ def throttle(api_client: ApiClient, bucket: TokenBucket | None) -> ApiClient:
             if waited > LONG_THROTTLE_SECONDS:
                 log.info(
                     "waited for client-side throttling",
-                    extra={"seconds": round(waited, 3), "method": method, "qps": bucket.qps},
+                    extra={
+                        "fields": {"seconds": round(waited, 3), "method": method, "qps": bucket.qps}
+                    },
                 )
         return call_api(method, url, *args, **kwargs)
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from webhook.kube.objects import condition_changed, find_condition, transition_time
 from webhook.rules import Verdict, api, messages, validate_feedbackstore
 from webhook.rules.summary import summarize
-from webhook.status.timestamps import parse_time, rfc3339
 
 # metav1.Condition.message is capped at 32768 characters by the API.
 MAX_CONDITION_MESSAGE: Final = 32768
@@ -60,14 +60,7 @@ def observed_generation(obj: dict[str, Any]) -> int | None:
 
 def current_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The object's `Validated` condition as stored, or None when there is none to read."""
-    status = obj.get("status")
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    if not isinstance(conditions, list):
-        return None
-    for condition in conditions:
-        if isinstance(condition, dict) and condition.get("type") == api.CONDITION_TYPE:
-            return condition
-    return None
+    return find_condition(obj, api.CONDITION_TYPE)
 
 
 def desired_condition(
@@ -83,20 +76,13 @@ def desired_condition(
     }
     if generation is not None:
         condition["observedGeneration"] = generation
-    kept = previous.get("lastTransitionTime") if previous is not None else None
-    same_status = previous is not None and previous.get("status") == status
-    if same_status and parse_time(kept) is not None:
-        condition["lastTransitionTime"] = kept
-    else:
-        condition["lastTransitionTime"] = rfc3339(now)
+    condition["lastTransitionTime"] = transition_time(previous, status, now)
     return condition
 
 
 def needs_write(previous: dict[str, Any] | None, desired: dict[str, Any]) -> bool:
     """Whether the stored condition differs from the desired one in anything that matters."""
-    if previous is None or parse_time(previous.get("lastTransitionTime")) is None:
-        return True
-    return any(previous.get(key) != desired.get(key) for key in _COMPARED)
+    return condition_changed(previous, desired, _COMPARED)
 
 
 def plan_status(obj: dict[str, Any], now: datetime) -> StatusPlan:

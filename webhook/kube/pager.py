@@ -26,7 +26,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from webhook.status.settings import PAGE_SIZE
+from webhook.kube.settings import PAGE_SIZE
 
 
 @dataclass(frozen=True, slots=True)

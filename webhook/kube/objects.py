@@ -1,0 +1,57 @@
+"""Reading a decoded object's conditions, finalizers and deletion, each stated once.
+
+Tolerant of any shape: what the API server sends is trusted for nothing, and an
+object that lacks a field simply lacks it. `lastTransitionTime` follows
+metav1.Condition's rule: it moves only when `status` changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from webhook.kube.timestamps import parse_time, rfc3339
+
+
+def find_condition(obj: object, condition_type: str) -> dict[str, Any] | None:
+    """The condition of `status.conditions` with this `type`, None when there is none."""
+    status = obj.get("status") if isinstance(obj, dict) else None
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, dict) and condition.get("type") == condition_type:
+            return condition
+    return None
+
+
+def deletion_in_progress(obj: object) -> bool:
+    """`metadata.deletionTimestamp` is set: the object waits only for its finalizers."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    return type(metadata) is dict and metadata.get("deletionTimestamp") is not None
+
+
+def has_finalizer(obj: object, finalizer: str) -> bool:
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    finalizers = metadata.get("finalizers") if isinstance(metadata, dict) else None
+    return isinstance(finalizers, list) and finalizer in finalizers
+
+
+def transition_time(previous: dict[str, Any] | None, status: str, now: datetime) -> str:
+    """`lastTransitionTime` for a condition of `status`: kept unless `status` flips."""
+    kept = previous.get("lastTransitionTime") if previous is not None else None
+    if previous is not None and previous.get("status") == status and parse_time(kept) is not None:
+        return str(kept)
+    return rfc3339(now)
+
+
+def condition_changed(
+    previous: dict[str, Any] | None, desired: dict[str, Any], compared: Iterable[str]
+) -> bool:
+    """Whether the stored condition must be written again to become `desired`.
+
+    `lastTransitionTime` is derived from the compared fields, never compared on
+    its own, but one missing or unreadable is written again.
+    """
+    if previous is None or parse_time(previous.get("lastTransitionTime")) is None:
+        return True
+    return any(previous.get(key) != desired.get(key) for key in compared)

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or -")
     parser.add_argument(
-        "-o", "--output", choices=("text", "json"), default="text", help="output format"
+        "-o", "--output", choices=("text", "json", "github"), default="text", help="output format"
     )
     parser.add_argument(
         "--warnings-as-errors",
@@ -59,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
             _check_document(document, document.content, document.node, report, args)
     if args.output == "json":
         _print_json(report)
+    elif args.output == "github":
+        from webhook.cli import github_output
+
+        sys.stdout.write("".join(line + "\n" for line in github_output.lines(report)))
     else:
         _print_text(report, sys.stdout)
     for error in report.errors:

@@ -34,7 +34,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or -")
     parser.add_argument(
-        "-o", "--output", choices=("text", "json", "github"), default="text", help="output format"
+        "-o",
+        "--output",
+        choices=("text", "json", "github", "junit"),
+        default="text",
+        help="output format",
     )
     parser.add_argument(
         "--warnings-as-errors",
@@ -63,6 +67,12 @@ def run(args: argparse.Namespace) -> int:
         from webhook.cli import github_output
 
         sys.stdout.write("".join(line + "\n" for line in github_output.lines(report)))
+    elif args.output == "junit":
+        from webhook.cli import junit_output
+
+        sys.stdout.flush()
+        sys.stdout.buffer.write(junit_output.render(report))
+        sys.stdout.flush()
     else:
         _print_text(report, sys.stdout)
     for error in report.errors:

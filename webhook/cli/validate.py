@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        choices=("text", "json", "github", "junit"),
+        choices=("text", "json", "github", "junit", "sarif"),
         default="text",
         help="output format",
     )
@@ -67,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
         from webhook.cli import github_output
 
         sys.stdout.write("".join(line + "\n" for line in github_output.lines(report)))
+    elif args.output == "sarif":
+        from webhook.cli import sarif_output
+
+        _write_json(sarif_output.render(report))
     elif args.output == "junit":
         from webhook.cli import junit_output
 
@@ -136,7 +140,6 @@ def _print_text(report: Report, out: TextIO) -> None:
 
 
 def _print_json(report: Report) -> None:
-    import orjson
 
     body = {
         "valid": report.exit_code() == EXIT_OK,
@@ -149,6 +152,13 @@ def _print_json(report: Report) -> None:
             for e in report.errors
         ],
     }
+    _write_json(body)
+
+
+def _write_json(body: object) -> None:
+    import orjson
+
+    sys.stdout.flush()
     sys.stdout.buffer.write(orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
 

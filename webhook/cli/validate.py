@@ -15,6 +15,7 @@ from typing import Any, TextIO
 import yaml
 
 from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
+from webhook.cli.kustomize_origin import origin
 from webhook.cli.manifest_files import Document
 from webhook.cli.validate_report import Entry, Report, Result, summary
 from webhook.rules.manifest import check_manifest, is_feedbackstore, list_items
@@ -106,7 +107,9 @@ def _check_document(
         report.skipped += 1
         return
     checked = check_manifest(content)
-    result = Result(document.source, document.index, checked, args.warnings_as_errors, node)
+    result = Result(
+        document.source, document.index, checked, args.warnings_as_errors, node, origin(content)
+    )
     report.results.append(result)
 
 
@@ -172,7 +175,9 @@ def _entry_json(entry: Entry, *, with_type: bool = True) -> dict[str, object]:
 
 
 def _result_json(result: Result) -> dict[str, object]:
+    origin = {"origin": result.origin} if result.origin else {}
     return {
+        **origin,
         "source": result.source,
         "document": result.document,
         "namespace": result.checked.namespace,

@@ -91,8 +91,10 @@ class Result:
         ]
 
     def label(self) -> str:
+        """`namespace/name`, and the source file kustomize built it from when it says."""
         name = self.checked.name or "<unnamed>"
-        return f"{self.checked.namespace}/{name}" if self.checked.namespace else name
+        label = f"{self.checked.namespace}/{name}" if self.checked.namespace else name
+        return f"{label} (from {self.origin})" if self.origin else label
 
 
 @dataclass(slots=True)

@@ -57,13 +57,16 @@ def test_a_valid_file_exits_zero_with_a_summary(tmp_path: Path) -> None:
     )
 
 
-def test_an_invalid_document_is_reported_at_file_document_object_and_field(tmp_path: Path) -> None:
+def test_an_invalid_document_is_reported_at_file_line_column_object_and_field(
+    tmp_path: Path,
+) -> None:
     path = write_yaml(tmp_path / "stores.yaml", CONFIGMAP, VALID, INVALID)
     result = run(str(path))
     assert result.returncode == 1
     lines = result.stdout.splitlines()
+    # line 27 is the second `    - name: thumbs`; column 13 is where `thumbs` starts
     assert lines[0] == (
-        f"{path}:3: agents/invalid-store: spec.human.scores[1].name: "
+        f"{path}:27:13: agents/invalid-store: spec.human.scores[1].name: "
         'Duplicate value: "thumbs": human score names must be unique '
         "(first declared at spec.human.scores[0].name)"
     )
@@ -74,7 +77,7 @@ def test_warnings_are_printed_and_marked_but_do_not_fail(tmp_path: Path) -> None
     store = feedbackstore({**human(score("topic", dataType="CATEGORICAL")), "mode": "Monitor"})
     result = run(str(write_yaml(tmp_path / "w.yaml", store)))
     assert result.returncode == 0
-    assert f"{tmp_path / 'w.yaml'}:1: agents/support-feedback: spec.mode: warning: Monitor" in (
+    assert f"{tmp_path / 'w.yaml'}:11:9: agents/support-feedback: spec.mode: warning: Monitor" in (
         result.stdout
     )
     assert "spec.human.scores[0]: warning: CATEGORICAL score declares no categories" in (
@@ -113,7 +116,7 @@ def test_stdin_is_read_with_a_dash() -> None:
     stream = yaml.safe_dump_all([CONFIGMAP, INVALID]).encode()
     result = run("-", stdin=stream)
     assert result.returncode == 1
-    assert result.stdout.startswith("-:2: agents/invalid-store: spec.human.scores[1].name:")
+    assert result.stdout.startswith("-:16:13: agents/invalid-store: spec.human.scores[1].name:")
 
 
 def test_json_output_has_the_documented_shape(tmp_path: Path) -> None:
@@ -139,6 +142,8 @@ def test_json_output_has_the_documented_shape(tmp_path: Path) -> None:
                 "type": "FieldValueDuplicate",
                 "message": 'Duplicate value: "thumbs": human score names must be unique '
                 "(first declared at spec.human.scores[0].name)",
+                "line": 27,
+                "column": 13,
             }
         ],
         "warnings": [],
@@ -243,7 +248,7 @@ def test_documents_before_a_parse_error_are_still_checked(tmp_path: Path) -> Non
     path.write_text(yaml.safe_dump(INVALID) + "---\nspec: [\n")
     result = run(str(path))
     assert result.returncode == 2
-    assert f"{path}:1: agents/invalid-store:" in result.stdout
+    assert f"{path}:10:13: agents/invalid-store:" in result.stdout
 
 
 def test_yaml_timestamps_and_booleans_are_typed_as_kubernetes_sees_them(tmp_path: Path) -> None:

@@ -61,11 +61,17 @@ _ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One decoded document and where it came from (`index` counts from 1)."""
+    """One decoded document, where it came from (`index` counts from 1) and its node tree.
+
+    `node` is what the parser composed (every node marked with where it starts),
+    kept so that problems can be placed at a line and column; None only for a
+    JSON source that YAML cannot compose.
+    """
 
     source: str
     index: int
     content: object
+    node: yaml.Node | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +140,27 @@ def _parse_json(name: str, text: str) -> tuple[list[Document], ReadError | None]
         content = orjson.loads(text)
     except orjson.JSONDecodeError as err:
         return [], ReadError(name, f"cannot parse JSON: {err.msg}", err.lineno, err.colno)
-    return [Document(name, 1, content)], None
+    return [Document(name, 1, content, _compose_json(text))], None
+
+
+def _compose_json(text: str) -> yaml.Node | None:
+    """The JSON document's node tree for positions (JSON is YAML; orjson still decodes it)."""
+    try:
+        node: yaml.Node | None = yaml.compose(text, Loader=_BaseLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return node
 
 
 def _parse_yaml(name: str, text: str) -> tuple[list[Document], ReadError | None]:
     documents: list[Document] = []
+    loader = _ManifestLoader(text)
     try:
-        for index, content in enumerate(yaml.load_all(text, Loader=_ManifestLoader), start=1):
-            documents.append(Document(name, index, content))
+        # yaml.load_all's own loop, keeping each document's node tree for positions
+        while loader.check_node():
+            node = loader.get_node()
+            content = loader.construct_document(node)
+            documents.append(Document(name, len(documents) + 1, content, node))
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -152,4 +171,6 @@ def _parse_yaml(name: str, text: str) -> tuple[list[Document], ReadError | None]
         return documents, ReadError(name, f"cannot parse YAML: {err}")
     except RecursionError:
         return documents, ReadError(name, "cannot parse YAML: nesting too deep")
+    finally:
+        loader.dispose()
     return documents, None

@@ -10,15 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
+
+import yaml
 
 from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-from webhook.rules import messages
-from webhook.rules.manifest import ManifestVerdict, check_manifest, is_feedbackstore, list_items
-
-if TYPE_CHECKING:
-    from webhook.cli.manifest_files import ReadError
+from webhook.cli.kustomize_origin import origin
+from webhook.cli.manifest_files import Document
+from webhook.cli.validate_report import Entry, Report, Result, summary
+from webhook.rules.manifest import check_manifest, is_feedbackstore, list_items
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +35,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or -")
     parser.add_argument(
-        "-o", "--output", choices=("text", "json"), default="text", help="output format"
+        "-o",
+        "--output",
+        choices=("text", "json", "github", "junit", "sarif"),
+        default="text",
+        help="output format",
     )
     parser.add_argument(
         "--warnings-as-errors",
@@ -43,64 +47,6 @@ def register(subparsers: Any) -> None:
         help="count a FeedbackStore with warnings as invalid",
     )
     parser.set_defaults(func=run)
-
-
-@dataclass(frozen=True, slots=True)
-class Result:
-    """One checked FeedbackStore: where it was, who it is, what is wrong with it."""
-
-    source: str
-    document: int
-    checked: ManifestVerdict
-    warnings_are_errors: bool = False
-
-    @property
-    def valid(self) -> bool:
-        verdict = self.checked.verdict
-        return verdict.valid and not (self.warnings_are_errors and verdict.warnings)
-
-    def problem_entries(self) -> list[tuple[str, str, str]]:
-        """(field, type, message) per problem, then the omitted count, then strict warnings."""
-        verdict = self.checked.verdict
-        entries = [(p.field, str(p.type), p.message) for p in verdict.problems]
-        if verdict.omitted:
-            entries.append(("spec", "Omitted", messages.more_problems(verdict.omitted)))
-        if self.warnings_are_errors:
-            entries.extend((w.field, "Warning", w.message) for w in verdict.warnings)
-        return entries
-
-    def label(self) -> str:
-        name = self.checked.name or "<unnamed>"
-        return f"{self.checked.namespace}/{name}" if self.checked.namespace else name
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "source": self.source,
-            "document": self.document,
-            "namespace": self.checked.namespace,
-            "name": self.checked.name,
-            "valid": self.valid,
-            "problems": [
-                {"field": f, "type": t, "message": m} for f, t, m in self.problem_entries()
-            ],
-            "warnings": [str(w) for w in self.checked.verdict.warnings],
-        }
-
-
-@dataclass(slots=True)
-class Report:
-    results: list[Result] = field(default_factory=list)
-    skipped: int = 0
-    errors: list[ReadError] = field(default_factory=list)
-
-    @property
-    def invalid(self) -> int:
-        return sum(1 for r in self.results if not r.valid)
-
-    def exit_code(self) -> int:
-        if self.errors:
-            return EXIT_UNUSABLE
-        return EXIT_PROBLEMS if self.invalid else EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,9 +61,23 @@ def run(args: argparse.Namespace) -> int:
         if error is not None:
             report.errors.append(error)
         for document in documents:
-            _check_document(document.source, document.index, document.content, report, args)
+            _check_document(document, document.content, document.node, report, args)
     if args.output == "json":
         _print_json(report)
+    elif args.output == "github":
+        from webhook.cli import github_output
+
+        sys.stdout.write("".join(line + "\n" for line in github_output.lines(report)))
+    elif args.output == "sarif":
+        from webhook.cli import sarif_output
+
+        _write_json(sarif_output.render(report))
+    elif args.output == "junit":
+        from webhook.cli import junit_output
+
+        sys.stdout.flush()
+        sys.stdout.buffer.write(junit_output.render(report))
+        sys.stdout.flush()
     else:
         _print_text(report, sys.stdout)
     for error in report.errors:
@@ -126,7 +86,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_document(
-    source: str, index: int, content: object, report: Report, args: argparse.Namespace
+    document: Document,
+    content: object,
+    node: yaml.Node | None,
+    report: Report,
+    args: argparse.Namespace,
 ) -> None:
     if content is None:
         return  # an empty document (a stray `---`) is nothing at all
@@ -135,35 +99,41 @@ def _check_document(
         return
     items = list(list_items(content))
     if items:
-        for item in items:
-            _check_document(source, index, item, report, args)
+        item_nodes = _item_nodes(node, len(items))
+        for item, item_node in zip(items, item_nodes, strict=True):
+            _check_document(document, item, item_node, report, args)
         return
     if not is_feedbackstore(content):
         report.skipped += 1
         return
-    report.results.append(Result(source, index, check_manifest(content), args.warnings_as_errors))
+    checked = check_manifest(content)
+    result = Result(
+        document.source, document.index, checked, args.warnings_as_errors, node, origin(content)
+    )
+    report.results.append(result)
+
+
+def _item_nodes(node: yaml.Node | None, count: int) -> list[yaml.Node | None]:
+    """The nodes of a List document's items, in order (None each if there is no tree)."""
+    items = None
+    if isinstance(node, yaml.MappingNode):
+        items = next((v for k, v in node.value if k.value == "items"), None)
+    if isinstance(items, yaml.SequenceNode) and len(items.value) == count:
+        return list(items.value)
+    return [None] * count
+
+
+def _where(result: Result, entry: Entry) -> str:
+    line, column = entry.position.line, entry.position.column
+    return f"{result.source}:{line}:{column}: {result.label()}: {entry.field}"
 
 
 def _lines(report: Report) -> Iterator[str]:
     for result in report.results:
-        where = f"{result.source}:{result.document}: {result.label()}"
-        for field_path, _, message in result.problem_entries():
-            yield f"{where}: {field_path}: {message}"
-        for warning in result.checked.verdict.warnings:
-            yield f"{where}: {warning.field}: warning: {warning.message}"
-
-
-def summary(report: Report) -> str:
-    checked = len(report.results)
-    text = (
-        f"{checked} FeedbackStore{'s' if checked != 1 else ''} checked, "
-        f"{report.invalid} invalid, {report.skipped} other document"
-        f"{'s' if report.skipped != 1 else ''} skipped"
-    )
-    if report.errors:
-        count = len(report.errors)
-        text += f", {count} input{'s' if count != 1 else ''} unreadable"
-    return text
+        for entry in result.problem_entries():
+            yield f"{_where(result, entry)}: {entry.message}"
+        for entry in result.warning_entries():
+            yield f"{_where(result, entry)}: warning: {entry.message}"
 
 
 def _print_text(report: Report, out: TextIO) -> None:
@@ -173,18 +143,46 @@ def _print_text(report: Report, out: TextIO) -> None:
 
 
 def _print_json(report: Report) -> None:
-    import orjson
 
     body = {
         "valid": report.exit_code() == EXIT_OK,
         "checked": len(report.results),
         "invalid": report.invalid,
         "skipped": report.skipped,
-        "results": [r.as_json() for r in report.results],
+        "results": [_result_json(r) for r in report.results],
         "errors": [
             {"source": e.source, "line": e.line, "column": e.column, "message": e.message}
             for e in report.errors
         ],
     }
+    _write_json(body)
+
+
+def _write_json(body: object) -> None:
+    import orjson
+
+    sys.stdout.flush()
     sys.stdout.buffer.write(orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n")
     sys.stdout.flush()
+
+
+def _entry_json(entry: Entry, *, with_type: bool = True) -> dict[str, object]:
+    body: dict[str, object] = {"field": entry.field}
+    if with_type:
+        body["type"] = entry.type
+    body.update(message=entry.message, line=entry.position.line, column=entry.position.column)
+    return body
+
+
+def _result_json(result: Result) -> dict[str, object]:
+    origin = {"origin": result.origin} if result.origin else {}
+    return {
+        **origin,
+        "source": result.source,
+        "document": result.document,
+        "namespace": result.checked.namespace,
+        "name": result.checked.name,
+        "valid": result.valid,
+        "problems": [_entry_json(e) for e in result.problem_entries()],
+        "warnings": [_entry_json(e, with_type=False) for e in result.warning_entries()],
+    }

@@ -1,0 +1,126 @@
+"""What `validate` found: each FeedbackStore's verdict, placed in its source.
+
+Every output format (text, JSON, GitHub workflow commands, JUnit, SARIF) reads
+these same entries, so a problem has one field, one message and one position
+whatever the format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import yaml
+
+from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
+from webhook.cli.positions import Position, document_position, locate
+from webhook.rules import messages
+from webhook.rules.field_errors import ErrorType
+from webhook.rules.manifest import ManifestVerdict
+
+if TYPE_CHECKING:
+    from webhook.cli.manifest_files import ReadError
+
+WARNING = "Warning"
+OMITTED = "Omitted"
+_START = Position(1, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One problem or warning: field path, error type, message and where it starts."""
+
+    field: str
+    type: str
+    message: str
+    position: Position
+
+    @property
+    def is_warning(self) -> bool:
+        return self.type == WARNING
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One checked FeedbackStore: where it was, who it is, what is wrong with it."""
+
+    source: str
+    document: int
+    checked: ManifestVerdict
+    warnings_are_errors: bool = False
+    node: yaml.Node | None = None
+    origin: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        verdict = self.checked.verdict
+        return verdict.valid and not (self.warnings_are_errors and verdict.warnings)
+
+    def position(self, field_path: str, *, at_key: bool = False) -> Position:
+        if self.node is None:
+            return _START
+        return locate(self.node, field_path, at_key=at_key)
+
+    def start(self) -> Position:
+        return _START if self.node is None else document_position(self.node)
+
+    def problem_entries(self) -> list[Entry]:
+        """Each problem, then the omitted count, then (when strict) the warnings."""
+        verdict = self.checked.verdict
+        entries = [
+            Entry(
+                p.field,
+                str(p.type),
+                p.message,
+                # an unknown field is the key that should not be there
+                self.position(p.field, at_key=p.type is ErrorType.FORBIDDEN),
+            )
+            for p in verdict.problems
+        ]
+        if verdict.omitted:
+            message = messages.more_problems(verdict.omitted)
+            entries.append(Entry("spec", OMITTED, message, self.position("spec")))
+        if self.warnings_are_errors:
+            entries.extend(self.warning_entries())
+        return entries
+
+    def warning_entries(self) -> list[Entry]:
+        return [
+            Entry(w.field, WARNING, w.message, self.position(w.field))
+            for w in self.checked.verdict.warnings
+        ]
+
+    def label(self) -> str:
+        """`namespace/name`, and the source file kustomize built it from when it says."""
+        name = self.checked.name or "<unnamed>"
+        label = f"{self.checked.namespace}/{name}" if self.checked.namespace else name
+        return f"{label} (from {self.origin})" if self.origin else label
+
+
+@dataclass(slots=True)
+class Report:
+    results: list[Result] = field(default_factory=list)
+    skipped: int = 0
+    errors: list[ReadError] = field(default_factory=list)
+
+    @property
+    def invalid(self) -> int:
+        return sum(1 for r in self.results if not r.valid)
+
+    def exit_code(self) -> int:
+        if self.errors:
+            return EXIT_UNUSABLE
+        return EXIT_PROBLEMS if self.invalid else EXIT_OK
+
+
+def summary(report: Report) -> str:
+    checked = len(report.results)
+    text = (
+        f"{checked} FeedbackStore{'s' if checked != 1 else ''} checked, "
+        f"{report.invalid} invalid, {report.skipped} other document"
+        f"{'s' if report.skipped != 1 else ''} skipped"
+    )
+    if report.errors:
+        count = len(report.errors)
+        text += f", {count} input{'s' if count != 1 else ''} unreadable"
+    return text

@@ -218,22 +218,23 @@ def test_an_invalid_update_is_still_refused_and_told_what_it_would_change(
     control_plane: ControlPlane, user: User, webhook: None
 ) -> None:
     """With the CRD ctxmesh ships today (no CEL rules) the webhook is the one that refuses."""
-    spec = base_spec()
-    remove_tone(spec)
-    spec["human"]["scores"].append({"name": "thumbs"})
+    edit = (
+        '[{"op":"remove","path":"/spec/human/scores/1"},'
+        '{"op":"add","path":"/spec/human/scores/-","value":{"name":"thumbs"}}]'
+    )
     install_crd(control_plane, platform_today_crd())
     try:
-        user.run("kubectl apply -f -", store("refused", base_spec()))
-        step = user.run("kubectl apply -f -", store("refused", spec))
+        user.run("kubectl apply -f -", store("support-feedback", base_spec()))
+        step = user.run(f"kubectl patch fs support-feedback --type=json -p '{edit}'")
     finally:
         install_crd(control_plane, shipped_crd())
     assert step.printed == failed(
         'Warning: score "tone" removed from human: the gateway rejects "tone" from now on\n'
-        "Error from server (Invalid): error when applying patch:\n"
-        + step.stderr.split("error when applying patch:\n", 1)[1]
+        'The FeedbackStore "support-feedback" is invalid: spec.human.scores[1].name: '
+        'Duplicate value: "thumbs": human score names must be unique '
+        "(first declared at spec.human.scores[0].name)\n"
     )
-    assert 'spec.human.scores[2].name: Duplicate value: "thumbs"' in step.stderr
-    stored = user.run("kubectl get fs refused -o jsonpath={.spec.human.scores[*].name}")
+    stored = user.run("kubectl get fs support-feedback -o jsonpath={.spec.human.scores[*].name}")
     assert stored.stdout == "thumbs tone", "nothing was written"
 
 

@@ -68,7 +68,8 @@ TODAY_LEGACY = (
 UNKNOWN_FIELDS = "# a typo: kube-apiserver decodes before any rule or webhook runs"
 TODAY_FAILING = "# the webhook registered (failurePolicy: Fail, timeoutSeconds: 5) but not running"
 SHIPPED = "# the CRD from manifests/crd/ (CEL rules), this webhook registered"
-BLOCKS = (TODAY, TODAY_LEGACY, UNKNOWN_FIELDS, TODAY_FAILING, SHIPPED)
+CHANGES_BLOCK = "# change-impact warnings: each allowed UPDATE says what it does to score ingestion"
+BLOCKS = (TODAY, TODAY_LEGACY, UNKNOWN_FIELDS, TODAY_FAILING, SHIPPED, CHANGES_BLOCK)
 
 # What `kubectl edit` puts at the top of every buffer.
 EDIT_HEADER = (
@@ -94,6 +95,11 @@ MINIMAL = "examples/minimal.yaml"
 MONITOR_WARNING = (
     "Warning: spec.mode: Monitor accepts undeclared score names (counted, not rejected); "
     "use only to migrate\n"
+)
+# The webhook's change-impact warning for an UPDATE from Enforce to Monitor (issue 17).
+TO_MONITOR_WARNING = (
+    "Warning: mode Enforce -> Monitor: the gateway accepts undeclared score names, "
+    "only counting them\n"
 )
 ADD_THUMBS = '[{"op":"add","path":"/spec/human/scores/-","value":{"name":"thumbs"}}]'
 

@@ -37,6 +37,7 @@ from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     ENUMS,
     MINIMAL,
     MONITOR_WARNING,
+    TO_MONITOR_WARNING,
     TODAY,
     TODAY_FAILING,
     TODAY_LEGACY,
@@ -134,7 +135,7 @@ def test_the_webhook_is_the_only_cross_field_guard(user: User, server: WebhookSe
     assert lowercase.printed == failed(LOWERCASE_MODE_REFUSED)
 
     monitor = user.run(SET_MODE % "Monitor")
-    assert monitor.printed == succeeded(PATCHED, MONITOR_WARNING)
+    assert monitor.printed == succeeded(PATCHED, TO_MONITOR_WARNING + MONITOR_WARNING)
     duplicate = user.run(f"kubectl patch fs support-feedback --type=json -p '{ADD_THUMBS}'")
     assert duplicate.printed == failed(MONITOR_WARNING + THUMBS_DENIED), "warnings come too"
 
@@ -372,7 +373,7 @@ def test_a_v1beta1_only_registration_gets_the_same_answers(
     assert created.printed == succeeded(
         "feedbackstore.agents.ctxmesh.ai/support-feedback created\n"
     )
-    assert monitor.printed == succeeded(PATCHED, MONITOR_WARNING)
+    assert monitor.printed == succeeded(PATCHED, TO_MONITOR_WARNING + MONITOR_WARNING)
 
 
 # -- the README section as a whole -------------------------------------------------------

@@ -25,6 +25,7 @@ from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     MINIMAL,
     MONITOR_WARNING,
     SHIPPED,
+    TO_MONITOR_WARNING,
     TYPO,
     UPDATE_THUMBS_TWICE,
     User,
@@ -99,7 +100,8 @@ def test_the_crds_rules_answer_before_the_webhook(user: User, server: WebhookSer
     assert reviews_answered(server) == before + 2, "what CEL lets through goes to the webhook"
     assert created.printed == succeeded(CREATED)
     assert monitor.printed == succeeded(
-        "feedbackstore.agents.ctxmesh.ai/support-feedback patched\n", MONITOR_WARNING
+        "feedbackstore.agents.ctxmesh.ai/support-feedback patched\n",
+        TO_MONITOR_WARNING + MONITOR_WARNING,
     )
 
     duplicate = user.run(f"kubectl patch fs support-feedback --type=json -p '{ADD_THUMBS}'")

@@ -46,6 +46,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="count a FeedbackStore with warnings as invalid",
     )
+    parser.add_argument(
+        "--previous",
+        nargs="+",
+        metavar="PATH",
+        help="the previous versions (file, directory or -; after the paths): warn of what the "
+        "change does to score ingestion, per FeedbackStore matched by namespace and name",
+    )
     parser.set_defaults(func=run)
 
 
@@ -53,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from webhook.cli.manifest_files import ReadError, expand_paths, read_documents
 
     report = Report()
+    read: list[Document] = []
     for path in expand_paths(args.paths):
         if isinstance(path, ReadError):
             report.errors.append(path)
@@ -60,10 +68,17 @@ def run(args: argparse.Namespace) -> int:
         documents, error = read_documents(path)
         if error is not None:
             report.errors.append(error)
+        read.extend(documents)
         for document in documents:
             _check_document(document, document.content, document.node, report, args)
+    changes: list[str] | None = None
+    if getattr(args, "previous", None):  # the `--previous` hook: webhook/cli/previous.py
+        from webhook.cli.previous import change_lines
+
+        changes, unreadable = change_lines(read, args.previous)
+        report.errors.extend(unreadable)
     if args.output == "json":
-        _print_json(report)
+        _print_json(report, changes)
     elif args.output == "github":
         from webhook.cli import github_output
 
@@ -79,10 +94,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(junit_output.render(report))
         sys.stdout.flush()
     else:
-        _print_text(report, sys.stdout)
+        _print_text(report, sys.stdout, changes)
     for error in report.errors:
         print(f"feedbackstore-webhook: error: {error}", file=sys.stderr)
-    return report.exit_code()
+    code = report.exit_code()
+    return EXIT_PROBLEMS if code == EXIT_OK and changes and args.warnings_as_errors else code
 
 
 def _check_document(
@@ -136,13 +152,13 @@ def _lines(report: Report) -> Iterator[str]:
             yield f"{_where(result, entry)}: warning: {entry.message}"
 
 
-def _print_text(report: Report, out: TextIO) -> None:
-    for line in _lines(report):
+def _print_text(report: Report, out: TextIO, changes: list[str] | None) -> None:
+    for line in (*_lines(report), *(changes or ())):
         out.write(line + "\n")
     out.write(summary(report) + "\n")
 
 
-def _print_json(report: Report) -> None:
+def _print_json(report: Report, changes: list[str] | None) -> None:
 
     body = {
         "valid": report.exit_code() == EXIT_OK,
@@ -155,6 +171,8 @@ def _print_json(report: Report) -> None:
             for e in report.errors
         ],
     }
+    if changes is not None:
+        body["changes"] = changes
     _write_json(body)
 
 

@@ -1,0 +1,68 @@
+"""`validate --previous PATH...` (issue 17): the change-impact warnings before the cluster,
+through the installed console script, on real files and stdin, with exact outputs and exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.rules_builders import channel, feedbackstore, human, score
+from tests.test_cli_validate import run, write_yaml
+
+CSAT = {"external": [channel("csat-webhook", "csat")]}
+OLD = feedbackstore({**human(score("thumbs", dataType="BOOLEAN"), score("tone")), **CSAT})
+NEW = feedbackstore({**human(score("thumbs", dataType="NUMERIC")), **CSAT})
+OTHER = feedbackstore(human(score("stars")), name="other")
+SUMMARY = "1 FeedbackStore checked, 0 invalid, 0 other documents skipped"
+
+
+def test_each_change_is_a_warning_at_the_new_manifest(tmp_path: Path) -> None:
+    new = write_yaml(tmp_path / "new" / "store.yaml", NEW)
+    old = write_yaml(tmp_path / "old" / "store.yaml", OLD)
+    result = run(str(new), "--previous", str(old))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.splitlines() == [
+        f'{new}:1: agents/support-feedback: spec: warning: score "thumbs" dataType '
+        "BOOLEAN -> NUMERIC: BOOLEAN values sent for it no longer match",
+        f'{new}:1: agents/support-feedback: spec: warning: score "tone" removed from human: '
+        'the gateway rejects "tone" from now on',
+        SUMMARY,
+    ]
+
+
+def test_warnings_as_errors_fails_the_pipeline_on_a_change(tmp_path: Path) -> None:
+    new = write_yaml(tmp_path / "new.yaml", NEW)
+    old = write_yaml(tmp_path / "old.yaml", OLD)
+    assert run(str(new), "--previous", str(old), "--warnings-as-errors").returncode == 1
+    same = run(str(new), "--previous", str(new), "--warnings-as-errors")
+    assert (same.returncode, same.stdout.splitlines()) == (0, [SUMMARY])
+
+
+def test_a_store_deleted_outright_is_a_warning_of_its_own(tmp_path: Path) -> None:
+    new = write_yaml(tmp_path / "new.yaml", NEW)
+    old = write_yaml(tmp_path / "old.yaml", NEW, OTHER)
+    result = run(str(new), "--previous", str(old))
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [
+        f"{old}:2: agents/other: warning: FeedbackStore deleted: the agents that reference it "
+        "lose their store, and its scores their gate",
+        SUMMARY,
+    ]
+
+
+def test_the_previous_manifests_may_come_from_stdin_and_a_directory(tmp_path: Path) -> None:
+    old = write_yaml(tmp_path / "old" / "a.yaml", OLD)
+    result = run("-", "--previous", str(old.parent), stdin=old.read_bytes().replace(
+        b"tone", b"mood"))  # fmt: skip
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [
+        '-:1: agents/support-feedback: spec: warning: score "tone" renamed to "mood" in human: '
+        'the gateway rejects "tone" from now on',
+        SUMMARY,
+    ]
+
+
+def test_an_unreadable_previous_path_is_an_input_error(tmp_path: Path) -> None:
+    new = write_yaml(tmp_path / "new.yaml", NEW)
+    result = run(str(new), "--previous", str(tmp_path / "missing.yaml"))
+    assert result.returncode == 2
+    assert "missing.yaml" in result.stderr

@@ -8,11 +8,16 @@ image the tarball holds.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from typing import IO
 
 REQUIRE_ENV = "FEEDBACKSTORE_REQUIRE_KUBE"
 HERE = pathlib.Path(__file__).resolve().parent
@@ -54,63 +59,106 @@ class Docker:
         self.cli = docker_cli()
         self.env = dict(os.environ)
         self._process: subprocess.Popen[bytes] | None = None
+        self._users: IO[str] | None = None
 
     def run(
         self, *args: str, check: bool = True, input: bytes | None = None, timeout: float = 120
     ) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            [self.cli, *args],
-            env=self.env,
-            input=input,
-            capture_output=True,
-            check=check,
-            timeout=timeout,
+        done = subprocess.run(
+            [self.cli, *args], env=self.env, input=input, capture_output=True, timeout=timeout
         )
+        if check and done.returncode != 0:
+            raise AssertionError(
+                f"docker {' '.join(args)} exited {done.returncode}:\n"
+                f"{done.stderr.decode(errors='replace')[-3000:]}"
+            )
+        return done
 
     def _answers(self) -> bool:
         return self.run("info", check=False, timeout=30).returncode == 0
 
     def start(self) -> None:
+        """Use the daemon the environment names, or share one of ours between sessions.
+
+        Every pytest process (each xdist worker) that uses our daemon holds a
+        shared lock on `users.lock` while it does; the last one to leave stops it.
+        """
         if self._answers():
             return
         dockerd = shutil.which("dockerd")
         if dockerd is None:
-            raise NodeUnavailableError(
-                "no Docker daemon answers and dockerd is missing (docker.io)"
-            )
-        run = cache_root() / "dockerd"
-        run.mkdir(parents=True, exist_ok=True)
+            raise NodeUnavailableError("no Docker daemon answers, and no dockerd (docker.io)")
+        self._run_dir.mkdir(parents=True, exist_ok=True)
         # The same data root image.sh uses when it starts its own: one image store.
-        self.env["DOCKER_HOST"] = f"unix://{run}/docker.sock"
-        log = (run / "dockerd.log").open("ab")
-        self._process = subprocess.Popen(
-            [
-                dockerd,
-                "--host",
-                self.env["DOCKER_HOST"],
-                "--data-root",
-                str(run / "data"),
-                "--exec-root",
-                str(run / "exec"),
-                "--pidfile",
-                str(run / "dockerd.pid"),
-                "--bridge=none",
-                "--iptables=false",
-                "--ip-masq=false",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
-        deadline = time.monotonic() + 30
-        while not self._answers():
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                tail = (run / "dockerd.log").read_text(errors="replace")[-2000:]
-                self.stop()
-                raise RuntimeError(f"dockerd did not start:\n{tail}")
-            time.sleep(0.2)
+        self.env["DOCKER_HOST"] = f"unix://{self._run_dir}/docker.sock"
+        with self._locked("start.lock", fcntl.LOCK_EX):
+            self._users = (self._run_dir / "users.lock").open("a")
+            fcntl.flock(self._users, fcntl.LOCK_SH)
+            if self._answers():
+                return
+            log = (self._run_dir / "dockerd.log").open("ab")
+            self._process = subprocess.Popen(
+                [
+                    dockerd,
+                    "--host",
+                    self.env["DOCKER_HOST"],
+                    "--data-root",
+                    str(self._run_dir / "data"),
+                    "--exec-root",
+                    str(self._run_dir / "exec"),
+                    "--pidfile",
+                    str(self._run_dir / "dockerd.pid"),
+                    "--bridge=none",
+                    "--iptables=false",
+                    "--ip-masq=false",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            log.close()
+            deadline = time.monotonic() + 30
+            while not self._answers():
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    tail = (self._run_dir / "dockerd.log").read_text(errors="replace")[-2000:]
+                    self.stop()
+                    raise RuntimeError(f"dockerd did not start:\n{tail}")
+                time.sleep(0.2)
+
+    @property
+    def _run_dir(self) -> pathlib.Path:
+        return cache_root() / "dockerd"
+
+    @contextlib.contextmanager
+    def _locked(self, name: str, mode: int) -> Iterator[None]:
+        with (self._run_dir / name).open("a") as handle:
+            fcntl.flock(handle, mode)
+            yield
 
     def stop(self) -> None:
+        """Leave our daemon; the last session to leave stops it (by its pidfile)."""
+        if self._users is None:
+            return
+        with self._locked("start.lock", fcntl.LOCK_EX):
+            fcntl.flock(self._users, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(self._users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                last = False  # another session still uses the daemon
+            else:
+                last = True
+            self._users.close()
+            self._users = None
+            if last:
+                self._stop_daemon()
+        if self._process is not None and self._process.poll() is not None:
+            self._process = None
+
+    def _stop_daemon(self) -> None:
+        pidfile = self._run_dir / "dockerd.pid"
+        try:
+            pid = int(pidfile.read_text().strip())
+        except (OSError, ValueError):
+            return
         if self._process is not None:
             self._process.terminate()
             try:
@@ -118,7 +166,16 @@ class Docker:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-            self._process = None
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
 
     def ensure_image(self) -> tuple[str, pathlib.Path]:
         """Build (or find) the image; the daemon holds it afterwards. (name, tarball)."""

@@ -24,7 +24,9 @@ import pytest
 
 from tests.node.image_support import ROOT, Docker
 
-pytestmark = [pytest.mark.node, pytest.mark.xdist_group("node")]
+# A cold image build (stand-in base, then the Dockerfile) takes minutes, all in
+# the first test's setup.
+pytestmark = [pytest.mark.node, pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 
 # The Deployments' securityContext, in docker's words.
 AS_DEPLOYED = (

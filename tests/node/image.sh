@@ -31,7 +31,10 @@ extra_ca=/usr/local/share/ca-certificates
 # The image's name is the one the Deployments pull (imagePullPolicy: IfNotPresent).
 image="$(sed -n 's/^ *image: *//p' "$repo/manifests/webhook/deployment.yaml" | head -n 1)"
 base="$(sed -n 's/^ARG PYTHON_IMAGE=//p' "$repo/Dockerfile")"
-[ -n "$image" ] && [ -n "$base" ] || { echo "image.sh: cannot read the image or base name" >&2; exit 2; }
+if [ -z "$image" ] || [ -z "$base" ]; then
+	echo "image.sh: cannot read the image or base name" >&2
+	exit 2
+fi
 
 mkdir -p "$root"
 exec 9>"$root/.lock"
@@ -91,6 +94,7 @@ if ! "$docker" image inspect "$base" >/dev/null 2>&1; then
 	if [ ! -s "$base_tar" ]; then
 		command -v mmdebstrap >/dev/null || { echo "image.sh: mmdebstrap is not installed (Debian: mmdebstrap)" >&2; exit 3; }
 		echo "image.sh: building the stand-in base $base from Debian bookworm (1-2 minutes)" >&2
+		# shellcheck disable=SC2016 # "$1" is mmdebstrap's, expanded by its hook shell
 		hooks=(--customize-hook='chroot "$1" ln -sf python3 /usr/bin/python')
 		if [ -d "$extra_ca" ]; then
 			hooks+=(--customize-hook="mkdir -p \"\$1$extra_ca\" && cp -r $extra_ca/. \"\$1$extra_ca/\" && chroot \"\$1\" update-ca-certificates >/dev/null")

@@ -76,6 +76,11 @@ CHANNEL_DENIED = (
     '* spec.external[1].score.name: Duplicate value: "csat": each external channel must'
     " declare a distinct score name (first declared at spec.external[0].score.name)\n"
 )
+# The change-impact warning (issue 17) of an update that drops thumbs' `dataType: BOOLEAN`.
+RETYPED = (
+    'Warning: score "thumbs" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it no '
+    "longer match\n"
+)
 THUMBS_DENIED = (
     'The FeedbackStore "support-feedback" is invalid: spec.human.scores[1].name: '
     'Duplicate value: "thumbs": human score names must be unique '
@@ -217,7 +222,8 @@ def test_a_generate_name_create_reaches_the_webhook_with_the_generated_name(user
 def test_kubectl_edit_reopens_the_buffer_with_one_comment_line_per_field(
     user: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    edit_is_reopened_then_cancelled(user, monkeypatch, EDIT_THUMBS_DENIED)
+    # The edit also turns thumbs' BOOLEAN into the default NUMERIC: the webhook says so.
+    edit_is_reopened_then_cancelled(user, monkeypatch, EDIT_THUMBS_DENIED, RETYPED)
 
 
 @pytest.mark.usefixtures("webhook")
@@ -226,7 +232,9 @@ def test_every_way_of_updating_prints_the_webhooks_denial(
     user: User, command: str, add_thumbs_to_stdin: bool
 ) -> None:
     stdin = stored_minimal(user, add_thumbs_to_stdin)
-    assert user.run(command, stdin).printed == failed(THUMBS_DENIED)
+    # The merge patch writes both scores without dataType: thumbs' BOOLEAN becomes NUMERIC.
+    retyped = RETYPED if "--type=merge" in command else ""
+    assert user.run(command, stdin).printed == failed(retyped + THUMBS_DENIED)
     stored = user.run("kubectl get fs support-feedback -o jsonpath={.spec.human.scores[*].name}")
     assert stored.stdout == "thumbs", "the stored spec is unchanged"
 

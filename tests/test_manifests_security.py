@@ -370,7 +370,6 @@ def test_the_writer_cluster_role_is_least_privilege(docs: list[dict[str, Any]]) 
         ("agents.ctxmesh.ai", "agentdeployments", "list"),
         ("agents.ctxmesh.ai", "agentdeployments", "watch"),
         ("", "events", "create"),
-        ("", "events", "patch"),
     }
 
 

@@ -441,13 +441,13 @@ def test_the_status_writer_does_its_whole_job_with_its_own_service_account_and_n
             agents.delete("agent")
             eventually(lambda: held(control_plane, namespace, "valid") == [],
                        what="in-use finalizer removed")  # fmt: skip
-            # Broken again the same way: the writer patches its first Event's count (events patch).
+            # Broken again the same way: a new verdict, so an Event of its own (events create).
             broken = {"spec": {"external": INVALID["external"]}}
             api.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "invalid", broken)
             core = k8s.CoreV1Api(api_client(control_plane))
             eventually(lambda: [e.count for e in core.list_namespaced_event(namespace).items
-                                if e.reason == "InvalidSpec"] == [2],
-                       what="the InvalidSpec Event patched to count 2")  # fmt: skip
+                                if e.reason == "InvalidSpec"] == [1, 1],
+                       what="a second InvalidSpec Event")  # fmt: skip
             process.send_signal(signal.SIGTERM)
             assert process.wait(30) == 0, (tmp_path / "writer.log").read_text()[-3000:]
         assert lease(control_plane)["spec"].get("holderIdentity", "") == "", "Lease not released"

@@ -489,7 +489,7 @@ CAN_I = [
     (WRITER_USER, "delete", FS, ANY_NS, False),
     (WRITER_USER, "update", FS, STATUS, False),
     (WRITER_USER, "get", FS, STATUS, False),
-    (WRITER_USER, "patch", "events", ANY_NS, True),
+    (WRITER_USER, "patch", "events", ANY_NS, False),
     (WRITER_USER, "list", "events", ANY_NS, False),
     (WRITER_USER, "get", "secrets", INSTALL_NS, False),
     (WRITER_USER, "list", "secrets", ALL_NS, False),

@@ -69,7 +69,7 @@ started=$SECONDS
 )
 "$staging/kube-apiserver" --version >&2
 "$staging/kube-controller-manager" --version >&2
-"$staging/etcd" --version | head -n 1 >&2
+"$staging/etcd" --version | sed -n 1p >&2  # sed reads it all: `head` could SIGPIPE etcd
 rm -rf "$target"
 mv "$staging" "$target"
 trap - EXIT

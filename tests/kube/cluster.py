@@ -119,6 +119,29 @@ def install_crd(plane: ControlPlane, document: dict[str, Any]) -> None:
     eventually(serves_variant, timeout=60, what=f"CRD variant (CEL={has_cel}) served")
 
 
+def delete_feedbackstore_crd(plane: ControlPlane) -> None:
+    """Delete the FeedbackStore CRD, and with it every store left on this plane.
+
+    Earlier modules on the same plane may leave stores carrying finalizers (our
+    in-use protection, applied while their status writer ran): with that writer
+    gone, nothing would ever release them, and the CRD's deletion would wait on
+    them for good. An admin who uninstalls the writer first removes them by hand
+    (README, "Uninstall"); so does this, for whatever is left. The deletion itself
+    deletes every store one by one (a scale test leaves a thousand): minutes under load.
+    """
+    api = k8s.CustomObjectsApi(api_client(plane))
+    for store in api.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]:
+        if store["metadata"].get("finalizers"):
+            meta = store["metadata"]
+            with contextlib.suppress(k8s.ApiException):  # gone meanwhile
+                api.patch_namespaced_custom_object(
+                    GROUP, VERSION, meta["namespace"], PLURAL, meta["name"],
+                    {"metadata": {"finalizers": None}},
+                )  # fmt: skip
+    plane.kubectl("delete", "crd", f"{PLURAL}.{GROUP}", "--wait=true", "--timeout=240s",
+                  check=True, timeout=250)  # fmt: skip
+
+
 def shipped_crd() -> dict[str, Any]:
     return load_yaml(SHIPPED_CRD)
 

@@ -38,6 +38,7 @@ from tests.kube.cluster import (
     VERSION,
     WebhookServer,
     api_client,
+    delete_feedbackstore_crd,
     eventually,
     feedbackstore,
     install_crd,
@@ -597,11 +598,12 @@ def test_a_cluster_that_does_not_answer_exits_2(install: Install, capsys: Any) -
     )
 
 
+@pytest.mark.timeout(420)  # deleting every store left on the plane, then the CRD back
 def test_a_missing_crd_fails_and_what_needs_it_is_skipped(install: Install) -> None:
     """Last: the CRD (and every store with it) is deleted, then put back for later modules."""
     plane = install.plane
     try:
-        plane.kubectl("delete", "crd", CRD_NAME, "--wait=true", "--timeout=60s", check=True)
+        delete_feedbackstore_crd(plane)
         code, checks = doctor(install)
         assert code == 1
         assert checks["crd"]["status"] == "fail"

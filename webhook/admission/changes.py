@@ -9,17 +9,12 @@ from the `InUse` condition the status writer keeps on the object it is sent
 
 from __future__ import annotations
 
-import re
-from typing import Any, Final
+from typing import Any
 
 from webhook.rules import inuse
 from webhook.rules.change_messages import change_sentence, in_use_headline, with_users
 from webhook.rules.changes import spec_changes
 from webhook.rules.field_errors import quote
-
-# The tail of the condition's message as `webhook.status.usage.agents_phrase`
-# writes it: `in use by 3 AgentDeployments: a, b and 1 more`.
-_USERS: Final = re.compile(r"in use by (\d+) \w+: (.*?)(?: and \d+ more)?$")
 
 
 def change_warnings(name: str, new: object, old: object) -> list[str]:
@@ -51,8 +46,5 @@ def _users(obj: object) -> tuple[int, tuple[str, ...]] | None:
         message = condition.get("message")
         if condition.get("status") != "True" or not isinstance(message, str):
             return None
-        found = _USERS.search(message)
-        if found is None:
-            return None
-        return int(found.group(1)), tuple(found.group(2).split(", "))
+        return inuse.read_users(message)
     return None

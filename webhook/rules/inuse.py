@@ -3,9 +3,12 @@
 The status writer writes the `InUse` condition and holds the finalizer, the
 webhook reads the condition on DELETE to warn, the CRD shows it as a printer
 column, the doctor looks for stores the finalizer still holds. Like
-`api`, this is identity, not behaviour: no I/O, nothing to import but names.
+`api`, this is identity, not behaviour: no I/O, nothing to import but names,
+and the one phrase both sides of the condition's message share.
 """
 
+import re
+from collections.abc import Sequence
 from typing import Final
 
 # The platform's agents, which name their store in `spec.feedbackStoreRef`.
@@ -29,3 +32,28 @@ REASON_RELEASED: Final = "DeletionReleased"
 # Agents named in the condition's message; the rest are counted. The message is
 # what `kubectl describe` and the webhook's DELETE warning show.
 MAX_NAMED_AGENTS: Final = 10
+
+
+def users_phrase(holders: Sequence[str], limit: int = MAX_NAMED_AGENTS) -> str:
+    """`2 AgentDeployments: a, b`, naming at most `limit` and counting the rest.
+
+    The status writer writes it into `InUse`; the webhook, which has no API
+    access, reads it back (`read_users`) to say who a change affects.
+    """
+    count = len(holders)
+    kind = AGENT_KIND if count == 1 else AGENT_KINDS
+    rest = f" and {count - limit} more" if count > limit else ""
+    return f"{count} {kind}: {', '.join(holders[:limit])}{rest}"
+
+
+_USERS: Final = re.compile(
+    rf"in use by (\d+) (?:{AGENT_KIND}|{AGENT_KINDS}): (.*?)(?: and \d+ more)?$"
+)
+
+
+def read_users(message: str) -> tuple[int, tuple[str, ...]] | None:
+    """(how many, those named) from a message ending in `in use by <users_phrase>`."""
+    found = _USERS.search(message)
+    if found is None:
+        return None
+    return int(found.group(1)), tuple(found.group(2).split(", "))

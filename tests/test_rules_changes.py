@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.admission_support.reviews import valid_spec
 from webhook.rules.change_messages import change_sentence, in_use_headline, with_users
 from webhook.rules.changes import HUMAN, Change, ChangeKind, spec_changes
 
@@ -15,19 +16,10 @@ K = ChangeKind
 
 
 def base() -> dict[str, Any]:
-    return {
-        "mode": "Enforce",
-        "human": {
-            "scores": [
-                {"name": "thumbs", "dataType": "BOOLEAN"},
-                {"name": "tone", "dataType": "CATEGORICAL", "categories": ["kind", "rude"]},
-            ]
-        },
-        "external": [
-            {"name": "csat-webhook", "score": {"name": "csat", "dataType": "NUMERIC"}},
-            {"name": "nps-survey", "score": {"name": "nps"}},
-        ],
-    }
+    """The shared valid spec with a second channel (`nps`, its dataType defaulted)."""
+    spec = valid_spec()
+    spec["external"].append({"name": "nps-survey", "score": {"name": "nps"}})
+    return spec
 
 
 def edited(**edits: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.admission_support.reviews import valid_spec
 from tests.kube.cluster import eventually, install_crd, platform_today_crd, shipped_crd
 from tests.kube.controlplane import ControlPlane
 from tests.kube.inuse_support import Agents, agent_crd_installed
@@ -44,19 +45,6 @@ def crds(control_plane: ControlPlane) -> Iterator[None]:
     install_crd(control_plane, shipped_crd())
     with agent_crd_installed(control_plane):
         yield
-
-
-def base_spec() -> dict[str, Any]:
-    return {
-        "mode": "Enforce",
-        "human": {
-            "scores": [
-                {"name": "thumbs", "dataType": "BOOLEAN"},
-                {"name": "tone", "dataType": "CATEGORICAL", "categories": ["kind", "rude"]},
-            ]
-        },
-        "external": [{"name": "csat-webhook", "score": {"name": "csat", "dataType": "NUMERIC"}}],
-    }
 
 
 # How the README block shows the stored store its commands change.
@@ -144,7 +132,7 @@ CHANGES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
 
 
 def changed(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    spec = base_spec()
+    spec = valid_spec()
     change(spec)
     return spec
 
@@ -156,11 +144,11 @@ def test_each_change_applied_prints_what_it_does(
     apply = "kubectl apply --server-side -f -" if server_side else "kubectl apply -f -"
     done = "serverside-applied" if server_side else "configured"
     for name, change, warnings in CHANGES:
-        created = user.run(apply, store(name, base_spec()))
+        created = user.run(apply, store(name, valid_spec()))
         assert created.printed == succeeded(
             f"{GROUP_KIND}/{name} {'serverside-applied' if server_side else 'created'}\n"
         )
-        again = user.run(apply, store(name, base_spec()))
+        again = user.run(apply, store(name, valid_spec()))
         unchanged = "serverside-applied" if server_side else "unchanged"
         assert again.printed == succeeded(f"{GROUP_KIND}/{name} {unchanged}\n"), "no change"
         step = user.run(apply, store(name, changed(change)))
@@ -201,7 +189,7 @@ SEQUENCE = [
 
 
 def test_one_change_after_another_as_the_readme_shows(user: User, webhook: None) -> None:
-    created = user.run("kubectl apply -f -", store("support-feedback", base_spec()))
+    created = user.run("kubectl apply -f -", store("support-feedback", valid_spec()))
     assert created.printed == succeeded(f"{GROUP_KIND}/support-feedback created\n")
     steps = []
     for command, warnings in SEQUENCE:
@@ -224,7 +212,7 @@ def test_an_invalid_update_is_still_refused_and_told_what_it_would_change(
     )
     install_crd(control_plane, platform_today_crd())
     try:
-        user.run("kubectl apply -f -", store("support-feedback", base_spec()))
+        user.run("kubectl apply -f -", store("support-feedback", valid_spec()))
         step = user.run(f"kubectl patch fs support-feedback --type=json -p '{edit}'")
     finally:
         install_crd(control_plane, shipped_crd())
@@ -242,7 +230,7 @@ def test_a_store_in_use_names_its_agents(
     control_plane: ControlPlane, user: User, webhook: None, tmp_path: pathlib.Path
 ) -> None:
     """The real status writer marks the store InUse; each warning then counts its agents."""
-    user.run("kubectl apply -f -", store("support-feedback", base_spec()))
+    user.run("kubectl apply -f -", store("support-feedback", valid_spec()))
     writer = WriterProcess(control_plane, tmp_path, "changes", user.namespace)
     try:
         writer.wait_log("in-use protection on: watching AgentDeployments")
@@ -255,7 +243,7 @@ def test_a_store_in_use_names_its_agents(
                    what="InUse names both agents")  # fmt: skip
     finally:
         writer.kill()
-    spec = base_spec()
+    spec = valid_spec()
     remove_tone(spec)
     step = user.run("kubectl apply -f -", store("support-feedback", spec))
     assert step.printed == succeeded(
@@ -269,7 +257,7 @@ def test_a_store_in_use_names_its_agents(
 
 
 def test_reordering_alone_is_no_change(user: User, webhook: None) -> None:
-    spec = copy.deepcopy(base_spec())
+    spec = copy.deepcopy(valid_spec())
     user.run("kubectl apply -f -", store("order", spec))
     reorder(spec)
     step = user.run("kubectl apply -f -", store("order", spec))

@@ -28,6 +28,7 @@ import pathlib
 import re
 import shlex
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -43,13 +44,14 @@ import yaml
 from tests.kube.cluster import (
     REPO,
     WebhookServer,
+    eventually,
     new_namespace,
     registered,
     registration,
     serving_files,
     webhook_server,
 )
-from tests.kube.controlplane import ControlPlane
+from tests.kube.controlplane import ControlPlane, free_port
 
 README = REPO / "README.md"
 SECTION = "### What a `kubectl apply` user sees"
@@ -351,6 +353,43 @@ def slow_webhook(directory: pathlib.Path, delay: float) -> Iterator[tuple[str, b
     finally:
         server.shutdown()
         server.server_close()
+
+
+# Our server with a fault injected into its verdict: every review raises inside the handler.
+_FAULTY_SERVE = """\
+import sys
+from webhook.cli.main import main
+from webhook.server import admission_endpoint
+
+def broken(request):
+    raise RuntimeError("a fault injected into the verdict")
+
+admission_endpoint.decide = broken
+sys.exit(main(["serve", *sys.argv[1:]]))
+"""
+
+
+@contextlib.contextmanager
+def faulty_webhook(directory: pathlib.Path) -> Iterator[tuple[str, bytes, int, list[str]]]:
+    """The real `serve`, failing while it judges; yields (url, CA PEM, port, its log lines so
+    far, read when it has stopped)."""
+    cert, key, ca = serving_files(directory)
+    port = free_port()
+    log = directory / "faulty.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _FAULTY_SERVE, "--host", "127.0.0.1", "--port", str(port),
+             "--tls-cert-file", str(cert), "--tls-private-key-file", str(key)],
+            stdout=sink, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    lines: list[str] = []
+    try:
+        eventually(lambda: '"msg":"serving"' in log.read_text(), what="the faulty server serving")
+        yield f"https://127.0.0.1:{port}/validate", ca, port, lines
+    finally:
+        process.terminate()
+        process.wait(30)
+        lines.extend(log.read_text().splitlines())
 
 
 # -- fixtures, imported by their function names into the kubectl modules -------------

@@ -51,6 +51,7 @@ from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     console,
     edit_is_reopened_then_cancelled,
     failed,
+    faulty_webhook,
     matches_readme,
     readme_blocks,
     register,
@@ -357,11 +358,29 @@ def test_a_webhook_that_is_down_or_too_slow_blocks_writes_under_fail(
             waited = time.monotonic() - started
     assert waited < delay - 1, f"kube-apiserver gave up at timeoutSeconds, not after {waited:.1f} s"
     assert late.printed == failed(webhook_call_failed(MINIMAL, 1, "context deadline exceeded"))
+
+    with faulty_webhook(tmp_path / "faulty") as (url, ca, port, log):
+        user.ports.append(port)
+        with register(control_plane, url, ca, user.namespace, wait=False):
+            probe = f"kubectl create --dry-run=server -f {MINIMAL}"
+            eventually(lambda: "internal error" in user.run(probe).stderr, what="registration live")
+            broken = user.run(f"kubectl apply -f {MINIMAL}")
+    assert broken.printed == failed(
+        f'Error from server (InternalError): error when creating "{MINIMAL}": admission webhook '
+        '"validate.feedbackstores.agents.ctxmesh.ai" denied the request: internal error in the '
+        "webhook (RuntimeError); its log has the details\n"
+    )
+    errors = [json.loads(line) for line in log if '"level":"error"' in line]
+    assert errors, "\n".join(log)
+    assert {e["msg"] for e in errors} == {"internal error"}
+    assert all("a fault injected into the verdict" in e["exception"] for e in errors)
     assert user.run("kubectl get fs -o name").stdout == "", "nothing was stored"
 
-    shown = console(
-        [TODAY_FAILING, refused, "# registered with timeoutSeconds: 1, answering after 5 s", late]
-    )
+    shown = console([
+        TODAY_FAILING, refused, "# registered with timeoutSeconds: 1, answering after 5 s", late,
+        "# failing while it judges (a fault injected into its verdict): answered with code 500",
+        broken,
+    ])  # fmt: skip
     assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
 
 

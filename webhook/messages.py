@@ -11,8 +11,8 @@ kube-apiserver's, in `admission/denial.py`. Audit annotation values are machine
 values, kept with their keys; so are a refusal's metav1 Status reasons
 (`NotFound`, ...), in `server/refusal.py`.
 
-Pure: no I/O, nothing but the stdlib and the rules' identity constants (`api`,
-`inuse`). Sentences with no varying part are module-level constants; a function
+Pure: no I/O, nothing but the stdlib, the rules' identity constants (`api`,
+`inuse`) and their `counted`. Sentences with no varying part are module-level constants; a function
 builds only what varies.
 """
 
@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from webhook.rules import api, inuse
+from webhook.rules.messages import counted
 
 # -- Admission request errors: the 4xx answers of POST /validate ---------------------------
 # 400: the body is not a usable AdmissionReview (SPEC §3).
@@ -116,7 +117,7 @@ EXEMPT_TERMINATING: Final = "the object is being deleted"
 def warn_invalid_but_allowed(exemption: str, count: int) -> str:
     return (
         f"allowed because {exemption}, but spec is invalid "
-        f"({count} problem{'s' if count != 1 else ''}); fix it before changing spec"
+        f"({counted(count, 'problem')}); fix it before changing spec"
     )
 
 
@@ -134,7 +135,7 @@ def warn_foreign_resource(quoted_resource: str) -> str:
 
 def more_warnings(count: int) -> str:
     """The tail of a bounded list of warnings."""
-    return f"and {count} more warning{'s' if count != 1 else ''}"
+    return f"and {counted(count, 'more warning')}"
 
 
 # -- Deletion: what a DELETE of a store in use is told (SPEC §7) ---------------------------

@@ -60,6 +60,11 @@ def warn_untrimmed(quoted_name: str) -> str:
     return f"{quoted_name} has leading/trailing whitespace; the gateway trims names"
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 problem`, `2 problems`: every count a user reads, with its noun's English plural."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def more_problems(count: int) -> str:
     """The tail of a bounded list of problems (a denial, a Condition, the CLI)."""
-    return f"and {count} more problem{'s' if count != 1 else ''}"
+    return f"and {counted(count, 'more problem')}"

@@ -10,13 +10,13 @@ present before and gone now is a warning of its own. Kept apart from
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
-from webhook.cli.manifest_files import Document, ReadError, expand_paths, read_documents
+from webhook.cli.manifest_files import Document, ReadError, objects, read_all
 from webhook.rules.change_messages import change_sentence
 from webhook.rules.changes import spec_changes
-from webhook.rules.manifest import is_feedbackstore, list_items
+from webhook.rules.manifest import is_feedbackstore
 
 DELETED: Final = (
     "FeedbackStore deleted: the agents that reference it lose their store, and its scores "
@@ -41,9 +41,9 @@ def change_lines(
     """One `source:doc: ns/name: spec: warning: ...` line per change from the `previous` paths
     to the `current` documents (as `validate` read them: stdin is read once), and the
     unreadable previous inputs."""
-    errors: list[ReadError] = []
     now = _indexed(current)
-    before = _indexed(_read(previous, errors))
+    read, errors = read_all(previous)
+    before = _indexed(read)
     lines: list[str] = []
     for key, old in before.items():
         new = now.get(key)
@@ -62,38 +62,13 @@ def _where(located: Located, key: Key) -> str:
     return f"{located.source}:{located.document}: {label}"
 
 
-def _read(paths: Sequence[str], errors: list[ReadError]) -> list[Document]:
-    read: list[Document] = []
-    for path in expand_paths(paths):
-        if isinstance(path, ReadError):
-            errors.append(path)
-            continue
-        documents, error = read_documents(path)
-        if error is not None:
-            errors.append(error)
-        read.extend(documents)
-    return read
-
-
 def _indexed(documents: Sequence[Document]) -> dict[Key, Located]:
     found: dict[Key, Located] = {}
     for document in documents:
-        for store in _feedbackstores(document.content):
-            key = _key(store)
-            if key is not None:
+        for store, _ in objects(document.content, None):
+            if isinstance(store, dict) and is_feedbackstore(store) and (key := _key(store)):
                 found.setdefault(key, Located(document.source, document.index, store))
     return found
-
-
-def _feedbackstores(content: object) -> Iterator[dict[str, Any]]:
-    if not isinstance(content, dict):
-        return
-    items = list(list_items(content))
-    if items:
-        for item in items:
-            yield from _feedbackstores(item)
-    elif is_feedbackstore(content):
-        yield content
 
 
 def _key(store: dict[str, Any]) -> Key | None:

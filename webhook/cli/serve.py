@@ -92,55 +92,41 @@ def register(subparsers: Any) -> None:
         help="where --dev keeps its certificates (default: %(default)s)",
     )
     net = parser.add_argument_group("listening")
-    net.add_argument(
-        "--host",
-        default=flags.default_of(ServerConfig, "host"),
-        help="address to listen on (default: all interfaces)",
+    flags.setting(net, ServerConfig, "--host", "address to listen on (default: all interfaces)")
+    flags.setting(
+        net, ServerConfig, "--port", "TLS port (default: %(default)s; 0 picks a free one)", type=int
     )
-    net.add_argument(
-        "--port",
-        type=int,
-        default=flags.default_of(ServerConfig, "port"),
-        help="TLS port (default: %(default)s; 0 picks a free one)",
-    )
-    net.add_argument(
+    flags.setting(
+        net,
+        ServerConfig,
         "--probe-port",
+        "a second TLS port serving only /healthz, /readyz and /metrics, never asking for a "
+        "client certificate (for the kubelet's probes; 0 picks a free one)",
         type=flags.port,
-        default=flags.default_of(ServerConfig, "probe_port"),
         metavar="N",
-        help="a second TLS port serving only /healthz, /readyz and /metrics, never asking "
-        "for a client certificate (for the kubelet's probes; 0 picks a free one)",
     )
     limits = parser.add_argument_group("limits")
-    max_body_bytes = flags.default_of(ServerConfig, "max_body_bytes")
-    limits.add_argument(
-        "--max-body-bytes",
-        type=flags.positive_int,
-        default=max_body_bytes,
-        metavar="N",
-        help=f"larger request bodies get 413 (default: {max_body_bytes / 2**20:g} MiB)",
-    )
-    limits.add_argument(
+
+    def limit(flag: str, help_text: str, kind: Any = flags.positive_float) -> None:
+        metavar = "N" if kind is flags.positive_int else "SECONDS"
+        flags.setting(limits, ServerConfig, flag, help_text, type=kind, metavar=metavar)
+
+    mib = flags.default_of(ServerConfig, "max_body_bytes") / 2**20
+    limit("--max-body-bytes", f"larger request bodies get 413 (default: {mib:g} MiB)",
+          flags.positive_int)  # fmt: skip
+    limit(
         "--idle-timeout",
-        type=flags.positive_float,
-        default=flags.default_of(ServerConfig, "idle_timeout"),
-        metavar="SECONDS",
-        help="close a connection with no complete request for this long (default: %(default)s)",
+        "close a connection with no complete request for this long (default: %(default)s)",
     )
-    limits.add_argument(
+    limit(
         "--shutdown-delay",
-        type=flags.non_negative_float,
-        default=flags.default_of(ServerConfig, "shutdown_delay"),
-        metavar="SECONDS",
-        help="after SIGTERM, keep serving while not ready "
-        "for this long before closing the port (default: %(default)s)",
+        "after SIGTERM, keep serving while not ready for this long before closing the port "
+        "(default: %(default)s)",
+        flags.non_negative_float,
     )
-    limits.add_argument(
+    limit(
         "--shutdown-timeout",
-        type=flags.positive_float,
-        default=flags.default_of(ServerConfig, "shutdown_timeout"),
-        metavar="SECONDS",
-        help="then wait at most this long for requests in flight (default: %(default)s)",
+        "then wait at most this long for requests in flight (default: %(default)s)",
     )
     flags.add_log_level(parser, ServerConfig, "JSON log lines on stderr from this level")
     parser.set_defaults(func=run)
@@ -155,18 +141,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"feedbackstore-webhook serve: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
-    config = ServerConfig(
-        cert_file=cert_file,
-        key_file=key_file,
-        host=host,
-        port=args.port,
-        max_body_bytes=args.max_body_bytes,
-        client_ca_file=args.client_ca_file,
-        probe_port=args.probe_port,
-        idle_timeout=args.idle_timeout,
-        shutdown_delay=args.shutdown_delay,
-        shutdown_timeout=args.shutdown_timeout,
-        log_level=args.log_level,
+    config = flags.settings_from(
+        ServerConfig, args, cert_file=cert_file, key_file=key_file, host=host
     )
     configure(config.log_level)
 

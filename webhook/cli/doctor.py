@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     from webhook.doctor.checks import run_checks
     from webhook.doctor.cluster import UnreachableError, connect, fetch
-    from webhook.doctor.render import as_json, as_text
+    from webhook.doctor.result import as_json, as_text
     from webhook.doctor.result import healthy
 
     target = target_from(args)

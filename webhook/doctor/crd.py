@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.doctor.result import CheckResult, fail, ok
+from webhook.doctor.result import CheckResult, fail, ok, refused
 from webhook.doctor.snapshot import CRD_NAME, Fetched, Unreadable
 from webhook.rules import api
 
@@ -14,7 +14,7 @@ _INSTALL = "kubectl apply --server-side -k manifests/crd"
 
 def check_crd(crd: Fetched) -> CheckResult:
     if isinstance(crd, Unreadable):
-        return fail(NAME, f"cannot read CRD {CRD_NAME}: {crd.reason}", _RBAC_FIX)
+        return refused(NAME, f"read CRD {CRD_NAME}", crd, "get on customresourcedefinitions")
     if crd is None:
         return fail(NAME, f"CRD {CRD_NAME} is not installed", _INSTALL)
     conditions = _conditions(crd)
@@ -36,9 +36,6 @@ def check_crd(crd: Fetched) -> CheckResult:
             _INSTALL,
         )
     return ok(NAME, f"{CRD_NAME} Established; {_describe(versions)}{_cel_note(served)}")
-
-
-_RBAC_FIX = "run the doctor as a cluster admin (it needs get on customresourcedefinitions)"
 
 
 def _conditions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from webhook.doctor.result import CheckResult, Level, combine, fail, ok, skip
+from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.selectors import selects
 from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
 from webhook.rules import api
@@ -30,9 +30,6 @@ MAX_TIMEOUT: Final = 10
 MIN_TIMEOUT: Final = 2
 DEFAULT_TIMEOUT: Final = 10
 _WRITES: Final = frozenset({"CREATE", "UPDATE", "*"})
-_RBAC_FIX: Final = (
-    "run the doctor as a cluster admin (it needs get on validatingwebhookconfigurations)"
-)
 
 # (level, detail, fix); a fix may hold <NAME> and <INDEX>, filled in per entry.
 Verdict = tuple[Level, str, str]
@@ -55,7 +52,9 @@ def check_registration(
     """One result for the registration itself, then one per field SPEC §6 prescribes."""
     name = target.webhook_configuration
     if isinstance(configuration, Unreadable):
-        head = fail(REGISTRATION, f"cannot read {name}: {configuration.reason}", _RBAC_FIX)
+        head = refused(
+            REGISTRATION, f"read {name}", configuration, "get on validatingwebhookconfigurations"
+        )
         return [head, *(skip(check, "webhook configuration unreadable") for check in FIELD_CHECKS)]
     if configuration is None:
         head = fail(

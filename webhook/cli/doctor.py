@@ -39,52 +39,29 @@ def register(subparsers: Any) -> None:
             "admin's kubeconfig."
         ),
     )
-    parser.add_argument(
-        "--kubeconfig",
-        metavar="PATH",
-        help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config, else in-cluster)",
-    )
-    parser.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
-    parser.add_argument(
-        "--namespace",
-        metavar="NS",
-        help="the install namespace: Service, Secret, Lease (default: the shipped one)",
-    )
-    parser.add_argument(
-        "--webhook-configuration",
-        metavar="NAME",
-        help="ValidatingWebhookConfiguration name (default: the shipped name)",
-    )
-    parser.add_argument(
-        "--service",
-        metavar="NAME",
-        help="the webhook's Service, checked for ready endpoints when the registration calls a "
-        "url: (a service: registration names its own) (default: the shipped name)",
-    )
-    parser.add_argument(
-        "--secret",
-        metavar="NAME",
-        help="Secret holding the serving certificate, tls.crt (default: the shipped name)",
-    )
-    parser.add_argument(
-        "--lease",
-        metavar="NAME",
-        help="the status writer's Lease (default: the shipped name)",
-    )
-    parser.add_argument(
-        "--probe-namespace",
-        metavar="NS",
-        help="an existing namespace the webhook's namespaceSelector matches, where the doctor "
-        "dry-runs creating a FeedbackStore in mode Monitor (nothing is stored) and expects the "
-        "webhook's warning back, proving kube-apiserver -> Service -> pod "
-        "(default: the `default` namespace)",
-    )
-    parser.add_argument(
-        "--store-namespace",
-        metavar="NS",
-        help="count FeedbackStores with a missing or stale Validated condition only here "
-        "(default: all namespaces)",
-    )
+    named = (
+        ("--kubeconfig", "PATH", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, "
+         "else in-cluster)"),
+        ("--context", "NAME", "kubeconfig context to use"),
+        ("--namespace", "NS", "the install namespace: Service, Secret, Lease (default: the "
+         "shipped one)"),
+        ("--webhook-configuration", "NAME", "ValidatingWebhookConfiguration name (default: the "
+         "shipped name)"),
+        ("--service", "NAME", "the webhook's Service, checked for ready endpoints when the "
+         "registration calls a url: (a service: registration names its own) (default: the "
+         "shipped name)"),
+        ("--secret", "NAME", "Secret holding the serving certificate, tls.crt (default: the "
+         "shipped name)"),
+        ("--lease", "NAME", "the status writer's Lease (default: the shipped name)"),
+        ("--probe-namespace", "NS", "an existing namespace the webhook's namespaceSelector "
+         "matches, where the doctor dry-runs creating a FeedbackStore in mode Monitor (nothing "
+         "is stored) and expects the webhook's warning back, proving kube-apiserver -> Service "
+         "-> pod (default: the `default` namespace)"),
+        ("--store-namespace", "NS", "count FeedbackStores with a missing or stale Validated "
+         "condition only here (default: all namespaces)"),
+    )  # fmt: skip
+    for flag, metavar, help_text in named:
+        parser.add_argument(flag, metavar=metavar, help=help_text)
     parser.add_argument(
         "-o", "--output", choices=("text", "json"), default="text", help="output format"
     )
@@ -98,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     from webhook.doctor.checks import run_checks
     from webhook.doctor.cluster import UnreachableError, connect, fetch
-    from webhook.doctor.result import as_json, as_text
-    from webhook.doctor.result import healthy
+    from webhook.doctor.result import as_json, as_text, healthy
 
     target = target_from(args)
     try:

@@ -86,11 +86,8 @@ class ReadError:
     column: int | None = None
 
     def __str__(self) -> str:
-        where = self.source
-        if self.line is not None:
-            where = f"{where}:{self.line}"
-            if self.column is not None:
-                where = f"{where}:{self.column}"
+        place = (self.source, self.line, self.column if self.line is not None else None)
+        where = ":".join(str(part) for part in place if part is not None)
         return f"{where}: {self.message}"
 
 

@@ -17,12 +17,6 @@ from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, 
 from webhook.rules import api
 
 REGISTRATION: Final = "webhook-configuration"
-FAILURE_POLICY: Final = "failurePolicy"
-SIDE_EFFECTS: Final = "sideEffects"
-TIMEOUT: Final = "timeoutSeconds"
-REVIEW_VERSIONS: Final = "admissionReviewVersions"
-NAMESPACE_SELECTOR: Final = "namespaceSelector"
-FIELD_CHECKS: Final = (FAILURE_POLICY, SIDE_EFFECTS, TIMEOUT, REVIEW_VERSIONS, NAMESPACE_SELECTOR)
 
 # kube-apiserver's own default is 10 s; past it every FeedbackStore write hangs that long
 # while the webhook is down; under 2 s a TLS handshake to a busy pod may not make it.
@@ -51,35 +45,36 @@ def check_registration(
 ) -> list[CheckResult]:
     """One result for the registration itself, then one per field SPEC §6 prescribes."""
     name = target.webhook_configuration
+    verdicts: dict[str, Callable[[dict[str, Any]], Verdict]] = {
+        "failurePolicy": _failure_policy,
+        "sideEffects": _side_effects,
+        "timeoutSeconds": _timeout,
+        "admissionReviewVersions": _review_versions,
+        "namespaceSelector": _selector_verdict(target, namespaces),
+    }
     if isinstance(configuration, Unreadable):
-        head = refused(
-            REGISTRATION, f"read {name}", configuration, "get on validatingwebhookconfigurations"
-        )
-        return [head, *(skip(check, "webhook configuration unreadable") for check in FIELD_CHECKS)]
-    if configuration is None:
+        needs = "get on validatingwebhookconfigurations"
+        head = refused(REGISTRATION, f"read {name}", configuration, needs)
+        why = "webhook configuration unreadable"
+    elif configuration is None:
         head = fail(
             REGISTRATION,
             f"ValidatingWebhookConfiguration {name} not found",
             "reapply your install (kubectl apply -k certs/, or manifests/cert-manager/); "
             "kubectl get validatingwebhookconfigurations lists what is there",
         )
-        return [head, *(skip(check, "no webhook configuration") for check in FIELD_CHECKS)]
-    entries = admission_entries(configuration)
-    if not entries:
+        why = "no webhook configuration"
+    elif entries := admission_entries(configuration):
+        combined = (_combined(check, name, entries, v) for check, v in verdicts.items())
+        return [_registration_result(name, entries), *combined]
+    else:
         head = fail(
             REGISTRATION,
             f"{name} has no webhook for CREATE/UPDATE of {api.PLURAL}.{api.GROUP}",
             "reapply manifests/webhook/validatingwebhookconfiguration.yaml",
         )
-        return [head, *(skip(check, "no webhook entry to check") for check in FIELD_CHECKS)]
-    return [
-        _registration_result(name, entries),
-        _combined(FAILURE_POLICY, name, entries, _failure_policy),
-        _combined(SIDE_EFFECTS, name, entries, _side_effects),
-        _combined(TIMEOUT, name, entries, _timeout),
-        _combined(REVIEW_VERSIONS, name, entries, _review_versions),
-        _combined(NAMESPACE_SELECTOR, name, entries, _selector_verdict(target, namespaces)),
-    ]
+        why = "no webhook entry to check"
+    return [head, *(skip(check, why) for check in verdicts)]
 
 
 def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:

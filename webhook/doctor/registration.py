@@ -13,7 +13,14 @@ from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.selectors import selects
-from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
+from webhook.doctor.snapshot import (
+    CRD_NAME,
+    KUBE_SYSTEM,
+    NAMESPACE_NAME_LABEL,
+    Fetched,
+    Target,
+    Unreadable,
+)
 from webhook.rules import api
 
 REGISTRATION: Final = "webhook-configuration"
@@ -70,7 +77,7 @@ def check_registration(
     else:
         head = fail(
             REGISTRATION,
-            f"{name} has no webhook for CREATE/UPDATE of {api.PLURAL}.{api.GROUP}",
+            f"{name} has no webhook for CREATE/UPDATE of {CRD_NAME}",
             "reapply manifests/webhook/validatingwebhookconfiguration.yaml",
         )
         why = "no webhook entry to check"
@@ -217,7 +224,7 @@ def _selector_verdict(
         return (
             Level.FAIL,
             f"matches {' and '.join(matched)}: a broken webhook could block the repairs there",
-            "add to the namespaceSelector's matchExpressions: {key: kubernetes.io/metadata.name,"
+            f"add to the namespaceSelector's matchExpressions: {{key: {NAMESPACE_NAME_LABEL},"
             f" operator: NotIn, values: [{', '.join(protected)}]}}",
         )
 

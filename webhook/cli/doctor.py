@@ -11,11 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+from webhook.cli import flags
 from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-
-# Flags naming the install; left unset they take the shipped names (webhook.doctor.snapshot
-# Target), resolved in `run` so that building the parser imports nothing for other commands.
-_NAMES = ("namespace", "webhook_configuration", "service", "secret", "lease", "probe_namespace")
 
 
 def register(subparsers: Any) -> None:
@@ -102,5 +99,4 @@ def target_from(args: argparse.Namespace) -> Any:
     """The `Target` the flags name: the shipped names wherever a flag was left out."""
     from webhook.doctor.snapshot import Target
 
-    given = {name: getattr(args, name) for name in _NAMES if getattr(args, name) is not None}
-    return Target(**given, store_namespace=args.store_namespace or None)
+    return flags.settings_from(Target, args, store_namespace=args.store_namespace or None)

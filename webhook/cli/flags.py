@@ -38,9 +38,13 @@ def setting(
 
 
 def settings_from(settings: Callable[..., T], args: argparse.Namespace, **given: Any) -> T:
-    """`settings` from every parsed flag named for one of its fields, then `given` over them."""
+    """`settings` from every parsed flag named for one of its fields, then `given` over them.
+
+    A flag left unset (None) keeps the field's default.
+    """
     names = {field.name for field in dataclasses.fields(settings)}  # type: ignore[arg-type]
-    return settings(**{**{k: v for k, v in vars(args).items() if k in names}, **given})
+    found = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    return settings(**{**found, **given})
 
 
 def add_log_level(parser: Any, settings: type[Any], help_text: str) -> None:

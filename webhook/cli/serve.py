@@ -14,31 +14,28 @@ from typing import Any
 
 from webhook.cli import flags
 from webhook.cli.exit_codes import EXIT_UNUSABLE
+from webhook.rules import api
 from webhook.server.config import ServerConfig
 
 DEV_CERTS_DIR = pathlib.Path("certs") / "dev"
 DEV_HOST = "127.0.0.1"
 
 # A CREATE the dev server refuses (one score name twice), to try it with curl.
+_EXAMPLE_STORE = {"name": "support-feedback", "namespace": "agents"}
 _EXAMPLE_REVIEW = {
     "apiVersion": "admission.k8s.io/v1",
     "kind": "AdmissionReview",
     "request": {
         "uid": "0f3c6a9e-1d2b-4c5d-8e7f-a1b2c3d4e5f6",
-        "kind": {"group": "agents.ctxmesh.ai", "version": "v1beta1", "kind": "FeedbackStore"},
-        "resource": {
-            "group": "agents.ctxmesh.ai",
-            "version": "v1beta1",
-            "resource": "feedbackstores",
-        },
-        "name": "support-feedback",
-        "namespace": "agents",
+        "kind": {"group": api.GROUP, "version": api.VERSION, "kind": api.KIND},
+        "resource": {"group": api.GROUP, "version": api.VERSION, "resource": api.PLURAL},
+        **_EXAMPLE_STORE,
         "operation": "CREATE",
         "userInfo": {"username": "dev"},
         "object": {
-            "apiVersion": "agents.ctxmesh.ai/v1beta1",
-            "kind": "FeedbackStore",
-            "metadata": {"name": "support-feedback", "namespace": "agents"},
+            "apiVersion": api.API_VERSION,
+            "kind": api.KIND,
+            "metadata": _EXAMPLE_STORE,
             "spec": {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}},
         },
     },
@@ -57,26 +54,17 @@ def register(subparsers: Any) -> None:
         ),
     )
     tls = parser.add_argument_group("TLS")
-    tls.add_argument(
-        "--tls-cert-file",
-        type=pathlib.Path,
-        metavar="PATH",
-        help="PEM serving certificate (leaf first, then any intermediates)",
-    )
-    tls.add_argument(
-        "--tls-private-key-file",
-        type=pathlib.Path,
-        metavar="PATH",
-        help="PEM private key of the serving certificate (unencrypted)",
-    )
-    tls.add_argument(
-        "--client-ca-file",
-        type=pathlib.Path,
-        metavar="PATH",
-        help="PEM CA bundle: require, on every connection to --port, a client certificate "
-        "it signed (give kube-apiserver that certificate in its AdmissionConfiguration); "
-        "re-read when it changes; needs --probe-port",
-    )
+    for flag, help_text in (
+        ("--tls-cert-file", "PEM serving certificate (leaf first, then any intermediates)"),
+        ("--tls-private-key-file", "PEM private key of the serving certificate (unencrypted)"),
+        (
+            "--client-ca-file",
+            "PEM CA bundle: require, on every connection to --port, a client certificate it "
+            "signed (give kube-apiserver that certificate in its AdmissionConfiguration); "
+            "re-read when it changes; needs --probe-port",
+        ),
+    ):
+        tls.add_argument(flag, type=pathlib.Path, metavar="PATH", help=help_text)
     tls.add_argument(
         "--dev",
         action="store_true",

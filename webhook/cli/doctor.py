@@ -1,8 +1,7 @@
 """`feedbackstore-webhook doctor`: one command to run when something is off in a cluster.
 
-Exit codes: 0 all is well (warnings allowed), 1 something is wrong, 2 the
-cluster could not be examined (no answer, bad credentials, bad flags), as the
-other commands use 2 for input they cannot work with.
+A cluster that cannot be examined exits 2, as every command does for input it
+cannot work with (webhook/cli/exit_codes.py): an unhealthy install is 1.
 """
 
 from __future__ import annotations

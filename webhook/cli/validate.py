@@ -1,8 +1,8 @@
 """`feedbackstore-webhook validate PATH...`: the verdict for GitOps pipelines.
 
-Exit codes: 0 all FeedbackStores valid, 1 any invalid, 2 some input could not
-be read or parsed (which wins: a pipeline must not pass on a file it never
-checked). Every readable document is still checked and reported.
+An unreadable input outweighs invalid stores in the exit code (a pipeline must
+not pass on a file it never checked), yet every readable document is still
+checked and reported.
 """
 
 from __future__ import annotations

@@ -53,12 +53,10 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
     }
 
 
-def _construct_str(loader: Any, node: yaml.ScalarNode) -> str:
-    return str(loader.construct_scalar(node))
-
-
 _ManifestLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
+_ManifestLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", yaml.constructor.SafeConstructor.construct_yaml_str
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ class Position:
     column: int
 
 
-def at(node: yaml.Node) -> Position:
+def _at(node: yaml.Node) -> Position:
     return Position(node.start_mark.line + 1, node.start_mark.column + 1)
 
 
@@ -38,9 +38,9 @@ def locate(root: yaml.Node, field_path: str, *, at_key: bool = False) -> Positio
     while rest:
         step = _step(node, rest)
         if step is None:
-            return at(node)
+            return _at(node)
         key_node, node, rest = step
-    return at(key_node if at_key and key_node is not None else node)
+    return _at(key_node if at_key and key_node is not None else node)
 
 
 def _step(node: yaml.Node, rest: str) -> tuple[yaml.Node | None, yaml.Node, str] | None:

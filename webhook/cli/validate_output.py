@@ -139,7 +139,7 @@ def junit(report: Report, changes: Changes) -> bytes:
             name=result.label(),
             classname=f"{classname}.{result.source}",
             file=result.source,
-            line=str(result.start().line),
+            line=str(result.position("").line),
         )
         problems = result.problem_entries()
         if not result.valid:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-from webhook.cli.positions import Position, at, locate
+from webhook.cli.positions import Position, locate
 from webhook.rules import messages
 from webhook.rules.field_errors import ErrorType
 from webhook.rules.manifest import ManifestVerdict
@@ -52,12 +52,10 @@ class Result:
         return verdict.valid and not (self.warnings_are_errors and verdict.warnings)
 
     def position(self, field_path: str, *, at_key: bool = False) -> Position:
+        """Where `field_path` starts (`""`: the document itself); 1:1 without a node tree."""
         if self.node is None:
             return _START
         return locate(self.node, field_path, at_key=at_key)
-
-    def start(self) -> Position:
-        return _START if self.node is None else at(self.node)
 
     def problem_entries(self) -> list[Entry]:
         """Each problem, then the omitted count, then (when strict) the warnings."""

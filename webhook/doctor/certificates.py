@@ -20,6 +20,7 @@ from typing import Any, Final
 from cryptography import x509
 
 from webhook.certs.reuse import issued_by
+from webhook.doctor.registration import client_config
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Fetched, Unreadable
 
@@ -67,8 +68,7 @@ def secret_certificates(secret: dict[str, Any]) -> Served:
 
 def ca_bundle(entry: dict[str, Any]) -> list[x509.Certificate] | None:
     """The CAs an entry trusts; None when it has no caBundle (system roots are used)."""
-    config = entry.get("clientConfig")
-    text = config.get("caBundle") if isinstance(config, dict) else None
+    text = client_config(entry, "caBundle")
     return _base64_pem(text) if text else None
 
 

@@ -90,17 +90,21 @@ def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
     kube-apiserver dials a `service:` as `NAME.NAMESPACE.svc` and checks the
     certificate against that name; a `url:` by its host.
     """
-    config = entry.get("clientConfig")
-    config = config if isinstance(config, dict) else {}
-    service = config.get("service")
+    service = client_config(entry, "service")
     if isinstance(service, dict):
         host = f"{service.get('name')}.{service.get('namespace')}.svc"
         port = service.get("port") or 443
         return host, f"Service {service.get('namespace')}/{service.get('name')}:{port}"
-    url = config.get("url")
+    url = client_config(entry, "url")
     if isinstance(url, str):
         return urllib.parse.urlsplit(url).hostname or "", url
     return "", "no clientConfig"
+
+
+def client_config(entry: dict[str, Any], key: str) -> object:
+    """`clientConfig.<key>` of a webhook entry (`service`, `url`, `caBundle`), if there."""
+    config = entry.get("clientConfig")
+    return config.get(key) if isinstance(config, dict) else None
 
 
 def _rules(entry: dict[str, Any]) -> list[dict[str, Any]]:

@@ -48,7 +48,8 @@ def register(subparsers: Any) -> None:
 
     def setting(flag: str, help_text: str, field: str = "", **options: Any) -> None:
         options.setdefault("metavar", "N")
-        help_text += " (default: %(default)s)"
+        if "%(default)s" not in help_text:
+            help_text += " (default: %(default)s)"
         flags.setting(parser, WriterSettings, flag, help_text, field, **options)
 
     setting("--lease-name", "Lease name", metavar="NAME")
@@ -59,7 +60,7 @@ def register(subparsers: Any) -> None:
     )
     setting(
         "--metrics-port",
-        "port for /healthz, /readyz and /metrics (0: any free port, logged)",
+        "port for /healthz, /readyz and /metrics (default: %(default)s; 0: any free port, logged)",
         type=flags.port,
     )
     setting("--metrics-host", "address for that port", metavar="HOST")
@@ -85,13 +86,13 @@ def register(subparsers: Any) -> None:
     setting(
         "--qps",
         "client-side limit: requests per second to the API server, watches excepted, as "
-        "client-go's (what kube-controller-manager ships with; 0: no limit but "
-        "kube-apiserver's own priority and fairness)",
+        "client-go's (default %(default)s, what kube-controller-manager ships with; 0: no "
+        "limit but kube-apiserver's own priority and fairness)",
         type=flags.non_negative_float,
     )
     setting(
         "--burst",
-        "requests allowed at once above --qps after a quiet spell",
+        "requests allowed at once above --qps after a quiet spell (default %(default)s)",
         type=flags.positive_int,
     )
     flags.add_log_level(parser, WriterSettings, "log level (logs are JSON lines on stderr)")

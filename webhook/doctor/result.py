@@ -6,8 +6,9 @@ failure or warning, a tally last; or as JSON for a script.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -61,10 +62,6 @@ def skip(name: str, why: str) -> CheckResult:
     return CheckResult(name, Level.SKIP, f"not checked: {why}")
 
 
-def worst(results: Iterable[CheckResult]) -> Level:
-    return max((r.level for r in results), key=_SEVERITY.__getitem__, default=Level.OK)
-
-
 def healthy(results: Sequence[CheckResult]) -> bool:
     """All is well when nothing failed; warnings and skipped checks alone never fail a run."""
     return all(result.level is not Level.FAIL for result in results)
@@ -77,21 +74,17 @@ def counts(results: Sequence[CheckResult]) -> dict[str, int]:
 def combine(name: str, labelled: Sequence[tuple[str, CheckResult]]) -> CheckResult:
     """One result from the same check run on several things: the worst level, each detail."""
     if len(labelled) == 1:
-        only = labelled[0][1]
-        return CheckResult(name, only.level, only.detail, only.fix)
-    level = worst(result for _, result in labelled)
+        return dataclasses.replace(labelled[0][1], name=name)
+    level = max((r.level for _, r in labelled), key=_SEVERITY.__getitem__)
     detail = "; ".join(f"{label}: {result.detail}" for label, result in labelled)
     fix = next((r.fix for _, r in labelled if r.level is level and r.fix), "")
     return CheckResult(name, level, detail, fix)
 
 
-def admin_fix(needs: str) -> str:
-    return f"run the doctor as a cluster admin (it needs {needs})"
-
-
 def refused(name: str, doing: str, found: Unreadable, needs: str) -> CheckResult:
     """The server would not give what a check needs: say so, and what access it takes."""
-    return fail(name, f"cannot {doing}: {found.reason}", admin_fix(needs))
+    fix = f"run the doctor as a cluster admin (it needs {needs})"
+    return fail(name, f"cannot {doing}: {found.reason}", fix)
 
 
 def count_stores(count: int) -> str:

@@ -102,7 +102,12 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from webhook.observability.logs import configure
 
-    settings = _settings(args)
+    settings = flags.settings_from(
+        WriterSettings,
+        args,
+        namespace=args.namespace or None,
+        lease_namespace=args.lease_namespace or _own_namespace(),
+    )
     # The client logs every request at DEBUG through urllib3; keep that out of ours.
     configure(settings.log_level, quiet=["urllib3"])
     try:
@@ -119,15 +124,6 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_UNUSABLE
     return _serve(settings, api_client)
-
-
-def _settings(args: argparse.Namespace) -> WriterSettings:
-    return flags.settings_from(
-        WriterSettings,
-        args,
-        namespace=args.namespace or None,
-        lease_namespace=args.lease_namespace or _own_namespace(),
-    )
 
 
 def _serve(settings: WriterSettings, api_client: Any) -> int:

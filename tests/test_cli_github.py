@@ -61,7 +61,7 @@ def test_problems_and_warnings_are_annotations_with_escaped_values(
 
 
 def test_data_and_properties_escape_as_the_runner_requires() -> None:
-    from webhook.cli.github_output import command
+    from webhook.cli.validate_output import command
 
     line = command("error", "100%\r\nok: a,b", file="x:y,z%.yaml", line=3)
     assert line == "::error file=x%3Ay%2Cz%25.yaml,line=3::100%25%0D%0Aok: a,b"

@@ -26,8 +26,18 @@ from webhook.doctor.endpoints import check_endpoints
 from webhook.doctor.held import check_held, remove_command
 from webhook.doctor.lease import check_lease
 from webhook.doctor.probe import check_probe, expected_warnings, probe_store
-from webhook.doctor.render import as_json, as_text
-from webhook.doctor.result import CheckResult, Level, combine, fail, healthy, ok, skip, warn
+from webhook.doctor.result import (
+    CheckResult,
+    Level,
+    as_json,
+    as_text,
+    combine,
+    fail,
+    healthy,
+    ok,
+    skip,
+    warn,
+)
 from webhook.doctor.selectors import selects
 from webhook.doctor.snapshot import CRD_NAME, ProbeOutcome, Snapshot, Target, Unreadable
 from webhook.doctor.stores import check_stores

@@ -1,8 +1,7 @@
 """`feedbackstore-webhook doctor`: one command to run when something is off in a cluster.
 
-Exit codes: 0 all is well (warnings allowed), 1 something is wrong, 2 the
-cluster could not be examined (no answer, bad credentials, bad flags), as the
-other commands use 2 for input they cannot work with.
+A cluster that cannot be examined exits 2, as every command does for input it
+cannot work with (webhook/cli/exit_codes.py): an unhealthy install is 1.
 """
 
 from __future__ import annotations
@@ -11,11 +10,8 @@ import argparse
 import sys
 from typing import Any
 
+from webhook.cli import flags
 from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-
-# Flags naming the install; left unset they take the shipped names (webhook.doctor.snapshot
-# Target), resolved in `run` so that building the parser imports nothing for other commands.
-_NAMES = ("namespace", "webhook_configuration", "service", "secret", "lease", "probe_namespace")
 
 
 def register(subparsers: Any) -> None:
@@ -39,52 +35,29 @@ def register(subparsers: Any) -> None:
             "admin's kubeconfig."
         ),
     )
-    parser.add_argument(
-        "--kubeconfig",
-        metavar="PATH",
-        help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config, else in-cluster)",
-    )
-    parser.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
-    parser.add_argument(
-        "--namespace",
-        metavar="NS",
-        help="the install namespace: Service, Secret, Lease (default: the shipped one)",
-    )
-    parser.add_argument(
-        "--webhook-configuration",
-        metavar="NAME",
-        help="ValidatingWebhookConfiguration name (default: the shipped name)",
-    )
-    parser.add_argument(
-        "--service",
-        metavar="NAME",
-        help="the webhook's Service, checked for ready endpoints when the registration calls a "
-        "url: (a service: registration names its own) (default: the shipped name)",
-    )
-    parser.add_argument(
-        "--secret",
-        metavar="NAME",
-        help="Secret holding the serving certificate, tls.crt (default: the shipped name)",
-    )
-    parser.add_argument(
-        "--lease",
-        metavar="NAME",
-        help="the status writer's Lease (default: the shipped name)",
-    )
-    parser.add_argument(
-        "--probe-namespace",
-        metavar="NS",
-        help="an existing namespace the webhook's namespaceSelector matches, where the doctor "
-        "dry-runs creating a FeedbackStore in mode Monitor (nothing is stored) and expects the "
-        "webhook's warning back, proving kube-apiserver -> Service -> pod "
-        "(default: the `default` namespace)",
-    )
-    parser.add_argument(
-        "--store-namespace",
-        metavar="NS",
-        help="count FeedbackStores with a missing or stale Validated condition only here "
-        "(default: all namespaces)",
-    )
+    named = (
+        ("--kubeconfig", "PATH", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, "
+         "else in-cluster)"),
+        ("--context", "NAME", "kubeconfig context to use"),
+        ("--namespace", "NS", "the install namespace: Service, Secret, Lease (default: the "
+         "shipped one)"),
+        ("--webhook-configuration", "NAME", "ValidatingWebhookConfiguration name (default: the "
+         "shipped name)"),
+        ("--service", "NAME", "the webhook's Service, checked for ready endpoints when the "
+         "registration calls a url: (a service: registration names its own) (default: the "
+         "shipped name)"),
+        ("--secret", "NAME", "Secret holding the serving certificate, tls.crt (default: the "
+         "shipped name)"),
+        ("--lease", "NAME", "the status writer's Lease (default: the shipped name)"),
+        ("--probe-namespace", "NS", "an existing namespace the webhook's namespaceSelector "
+         "matches, where the doctor dry-runs creating a FeedbackStore in mode Monitor (nothing "
+         "is stored) and expects the webhook's warning back, proving kube-apiserver -> Service "
+         "-> pod (default: the `default` namespace)"),
+        ("--store-namespace", "NS", "count FeedbackStores with a missing or stale Validated "
+         "condition only here (default: all namespaces)"),
+    )  # fmt: skip
+    for flag, metavar, help_text in named:
+        parser.add_argument(flag, metavar=metavar, help=help_text)
     parser.add_argument(
         "-o", "--output", choices=("text", "json"), default="text", help="output format"
     )
@@ -98,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     from webhook.doctor.checks import run_checks
     from webhook.doctor.cluster import UnreachableError, connect, fetch
-    from webhook.doctor.render import as_json, as_text
-    from webhook.doctor.result import healthy
+    from webhook.doctor.result import as_json, as_text, healthy
 
     target = target_from(args)
     try:
@@ -126,5 +98,4 @@ def target_from(args: argparse.Namespace) -> Any:
     """The `Target` the flags name: the shipped names wherever a flag was left out."""
     from webhook.doctor.snapshot import Target
 
-    given = {name: getattr(args, name) for name in _NAMES if getattr(args, name) is not None}
-    return Target(**given, store_namespace=args.store_namespace or None)
+    return flags.settings_from(Target, args, store_namespace=args.store_namespace or None)

@@ -1,8 +1,9 @@
-"""What the long-running commands' flags share: defaults read from settings, value types.
+"""What the long-running commands' flags share: settings fields as flags, value types.
 
-A flag that fills a settings field takes its default from that field, so a default
-is declared once (in the settings dataclass) and `--help` shows the same value the
-program uses.
+A flag that fills a settings field is declared with `setting`: its destination is
+the field and its default the field's default, so a default is declared once (in
+the settings dataclass), `--help` shows the value the program uses, and
+`settings_from` fills the dataclass from the parsed flags without a list of them.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+T = TypeVar("T")
 
 
 def default_of(settings: type[Any], name: str) -> Any:
@@ -25,38 +28,41 @@ def default_of(settings: type[Any], name: str) -> Any:
     raise LookupError(f"{settings.__name__} has no field {name!r}")
 
 
+def setting(
+    parser: Any, settings: type[Any], flag: str, help_text: str, field: str = "", **options: Any
+) -> None:
+    """`flag` filling `settings.field` (by default the flag's own name), with its default."""
+    dest = field or flag.removeprefix("--").replace("-", "_")
+    default = default_of(settings, dest)
+    parser.add_argument(flag, dest=dest, default=default, help=help_text, **options)
+
+
+def settings_from(settings: Callable[..., T], args: argparse.Namespace, **given: Any) -> T:
+    """`settings` from every parsed flag named for one of its fields, then `given` over them.
+
+    A flag left unset (None) keeps the field's default.
+    """
+    names = {field.name for field in dataclasses.fields(settings)}  # type: ignore[arg-type]
+    found = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    return settings(**{**found, **given})
+
+
 def add_log_level(parser: Any, settings: type[Any], help_text: str) -> None:
-    parser.add_argument(
-        "--log-level",
-        default=default_of(settings, "log_level"),
-        choices=LOG_LEVELS,
-        help=f"{help_text} (default: %(default)s)",
-    )
+    setting(parser, settings, "--log-level", f"{help_text} (default: %(default)s)",
+            choices=LOG_LEVELS)  # fmt: skip
 
 
-def port(text: str) -> int:
-    value = int(text)
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port number (0-65535), got {value}")
-    return value
+def _checked(convert: Callable[[str], T], ok: Callable[[T], bool], want: str) -> Callable[[str], T]:
+    def parse(text: str) -> T:
+        value = convert(text)
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {want}, got {value!r}")
+        return value
+
+    return parse
 
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a finite number above 0, got {text!r}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = float(text)
-    if not (value >= 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+port = _checked(int, lambda v: 0 <= v <= 65535, "a port number (0-65535)")
+positive_int = _checked(int, lambda v: v >= 1, "at least 1")
+positive_float = _checked(float, lambda v: v > 0 and math.isfinite(v), "a finite number above 0")
+non_negative_float = _checked(float, lambda v: v >= 0 and math.isfinite(v), "a finite number >= 0")

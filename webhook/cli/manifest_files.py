@@ -18,6 +18,8 @@ from typing import Any
 import orjson
 import yaml
 
+from webhook.rules.manifest import list_items
+
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
 
@@ -51,12 +53,10 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
     }
 
 
-def _construct_str(loader: Any, node: yaml.ScalarNode) -> str:
-    return str(loader.construct_scalar(node))
-
-
 _ManifestLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_str)
+_ManifestLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", yaml.constructor.SafeConstructor.construct_yaml_str
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +84,8 @@ class ReadError:
     column: int | None = None
 
     def __str__(self) -> str:
-        where = self.source
-        if self.line is not None:
-            where = f"{where}:{self.line}"
-            if self.column is not None:
-                where = f"{where}:{self.column}"
+        place = (self.source, self.line, self.column if self.line is not None else None)
+        where = ":".join(str(part) for part in place if part is not None)
         return f"{where}: {self.message}"
 
 
@@ -103,6 +100,40 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str | ReadError]:
             yield path
         else:
             yield ReadError(path, "no such file or directory")
+
+
+def read_all(paths: Sequence[str]) -> tuple[list[Document], list[ReadError]]:
+    """Every document under `paths`, and every source that could not be read or parsed."""
+    documents: list[Document] = []
+    errors: list[ReadError] = []
+    for path in expand_paths(paths):
+        if isinstance(path, ReadError):
+            errors.append(path)
+            continue
+        read, error = read_documents(path)
+        documents.extend(read)
+        errors.extend(() if error is None else (error,))
+    return documents, errors
+
+
+def objects(content: object, node: yaml.Node | None) -> Iterator[tuple[object, yaml.Node | None]]:
+    """A document's objects with their nodes: itself, or each item of a `kind: List` in turn."""
+    items = list(list_items(content)) if isinstance(content, dict) else []
+    if not items:
+        yield content, node
+        return
+    for item, item_node in zip(items, _item_nodes(node, len(items)), strict=True):
+        yield from objects(item, item_node)
+
+
+def _item_nodes(node: yaml.Node | None, count: int) -> list[yaml.Node | None]:
+    """The nodes of a List document's items, in order (None each if there is no tree)."""
+    items = None
+    if isinstance(node, yaml.MappingNode):
+        items = next((v for k, v in node.value if k.value == "items"), None)
+    if isinstance(items, yaml.SequenceNode) and len(items.value) == count:
+        return list(items.value)
+    return [None] * count
 
 
 def _walk(top: str) -> Iterator[str]:

@@ -56,24 +56,16 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_UNUSABLE
         sys.stdout.write(text)
         return EXIT_OK
-    if args.check:
-        return _check(out, text)
     try:
+        if args.check:
+            if out.read_text(encoding="utf-8") == text:
+                return EXIT_OK
+            print(f"{out} is stale: run feedbackstore-webhook manifests crd --out {out}")
+            return EXIT_PROBLEMS
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
     except OSError as error:
-        print(f"manifests crd: cannot write {out}: {error.strerror}", file=sys.stderr)
+        doing = "read" if args.check else "write"
+        print(f"manifests crd: cannot {doing} {out}: {error.strerror}", file=sys.stderr)
         return EXIT_UNUSABLE
-    return EXIT_OK
-
-
-def _check(out: pathlib.Path, text: str) -> int:
-    try:
-        current = out.read_text(encoding="utf-8")
-    except OSError as error:
-        print(f"manifests crd: cannot read {out}: {error.strerror}", file=sys.stderr)
-        return EXIT_UNUSABLE
-    if current != text:
-        print(f"{out} is stale: run feedbackstore-webhook manifests crd --out {out}")
-        return EXIT_PROBLEMS
     return EXIT_OK

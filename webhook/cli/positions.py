@@ -22,13 +22,8 @@ class Position:
     column: int
 
 
-def mark_position(mark: yaml.Mark) -> Position:
-    return Position(mark.line + 1, mark.column + 1)
-
-
-def document_position(node: yaml.Node) -> Position:
-    """Where a document starts: its root node."""
-    return mark_position(node.start_mark)
+def _at(node: yaml.Node) -> Position:
+    return Position(node.start_mark.line + 1, node.start_mark.column + 1)
 
 
 def locate(root: yaml.Node, field_path: str, *, at_key: bool = False) -> Position:
@@ -43,11 +38,9 @@ def locate(root: yaml.Node, field_path: str, *, at_key: bool = False) -> Positio
     while rest:
         step = _step(node, rest)
         if step is None:
-            return mark_position(node.start_mark)
+            return _at(node)
         key_node, node, rest = step
-    if at_key and key_node is not None:
-        return mark_position(key_node.start_mark)
-    return mark_position(node.start_mark)
+    return _at(key_node if at_key and key_node is not None else node)
 
 
 def _step(node: yaml.Node, rest: str) -> tuple[yaml.Node | None, yaml.Node, str] | None:

@@ -4,35 +4,23 @@ The previous versions (for example a checkout of the target branch) are read
 like the manifests themselves; every FeedbackStore present in both, matched by
 namespace and name, is compared with the same pure function the webhook uses
 on UPDATE (`webhook.rules.changes`), and said with the same sentences. A store
-present before and gone now is a warning of its own. Kept apart from
-`validate.py`, which calls `change_lines` and counts what it returns.
+present before and gone now is a warning of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, Final, NamedTuple
+from collections.abc import Sequence
+from typing import Any, Final
 
-from webhook.cli.manifest_files import Document, ReadError, expand_paths, read_documents
+from webhook.cli.manifest_files import Document, ReadError, objects, read_all
 from webhook.rules.change_messages import change_sentence
 from webhook.rules.changes import spec_changes
-from webhook.rules.manifest import is_feedbackstore, list_items
+from webhook.rules.manifest import is_feedbackstore
 
 DELETED: Final = (
     "FeedbackStore deleted: the agents that reference it lose their store, and its scores "
     "their gate"
 )
-
-
-class Located(NamedTuple):
-    """A FeedbackStore manifest and where it was read."""
-
-    source: str
-    document: int
-    content: dict[str, Any]
-
-
-Key = tuple[str, str]  # (namespace, name)
 
 
 def change_lines(
@@ -41,65 +29,37 @@ def change_lines(
     """One `source:doc: ns/name: spec: warning: ...` line per change from the `previous` paths
     to the `current` documents (as `validate` read them: stdin is read once), and the
     unreadable previous inputs."""
-    errors: list[ReadError] = []
-    now = _indexed(current)
-    before = _indexed(_read(previous, errors))
+    now = _by_label(current)
+    read, errors = read_all(previous)
     lines: list[str] = []
-    for key, old in before.items():
-        new = now.get(key)
-        if new is None:
-            lines.append(f"{_where(old, key)}: warning: {DELETED}")
+    for label, (old_document, old) in _by_label(read).items():
+        if label not in now:
+            lines.append(f"{_where(old_document, label)}: warning: {DELETED}")
             continue
-        old_spec, new_spec = old.content.get("spec"), new.content.get("spec")
-        for change in spec_changes(old_spec, new_spec):
-            lines.append(f"{_where(new, key)}: spec: warning: {change_sentence(change)}")
+        document, new = now[label]
+        for change in spec_changes(old.get("spec"), new.get("spec")):
+            lines.append(f"{_where(document, label)}: spec: warning: {change_sentence(change)}")
     return lines, errors
 
 
-def _where(located: Located, key: Key) -> str:
-    namespace, name = key
-    label = f"{namespace}/{name}" if namespace else name
-    return f"{located.source}:{located.document}: {label}"
+def _where(document: Document, label: str) -> str:
+    return f"{document.source}:{document.index}: {label}"
 
 
-def _read(paths: Sequence[str], errors: list[ReadError]) -> list[Document]:
-    read: list[Document] = []
-    for path in expand_paths(paths):
-        if isinstance(path, ReadError):
-            errors.append(path)
-            continue
-        documents, error = read_documents(path)
-        if error is not None:
-            errors.append(error)
-        read.extend(documents)
-    return read
-
-
-def _indexed(documents: Sequence[Document]) -> dict[Key, Located]:
-    found: dict[Key, Located] = {}
+def _by_label(documents: Sequence[Document]) -> dict[str, tuple[Document, dict[str, Any]]]:
+    """Each named FeedbackStore by `namespace/name` (the first of a name wins)."""
+    found: dict[str, tuple[Document, dict[str, Any]]] = {}
     for document in documents:
-        for store in _feedbackstores(document.content):
-            key = _key(store)
-            if key is not None:
-                found.setdefault(key, Located(document.source, document.index, store))
+        for store, _ in objects(document.content, None):
+            if isinstance(store, dict) and is_feedbackstore(store) and (label := _label(store)):
+                found.setdefault(label, (document, store))
     return found
 
 
-def _feedbackstores(content: object) -> Iterator[dict[str, Any]]:
-    if not isinstance(content, dict):
-        return
-    items = list(list_items(content))
-    if items:
-        for item in items:
-            yield from _feedbackstores(item)
-    elif is_feedbackstore(content):
-        yield content
-
-
-def _key(store: dict[str, Any]) -> Key | None:
+def _label(store: dict[str, Any]) -> str | None:
     metadata = store.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, dict) else None
-    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    metadata = metadata if isinstance(metadata, dict) else {}
+    name, namespace = metadata.get("name"), metadata.get("namespace")
     if not isinstance(name, str) or not name:
         return None
-    return (namespace if isinstance(namespace, str) else "", name)
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name

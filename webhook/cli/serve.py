@@ -14,31 +14,28 @@ from typing import Any
 
 from webhook.cli import flags
 from webhook.cli.exit_codes import EXIT_UNUSABLE
+from webhook.rules import api
 from webhook.server.config import ServerConfig
 
 DEV_CERTS_DIR = pathlib.Path("certs") / "dev"
 DEV_HOST = "127.0.0.1"
 
 # A CREATE the dev server refuses (one score name twice), to try it with curl.
+_EXAMPLE_STORE = {"name": "support-feedback", "namespace": "agents"}
 _EXAMPLE_REVIEW = {
     "apiVersion": "admission.k8s.io/v1",
     "kind": "AdmissionReview",
     "request": {
         "uid": "0f3c6a9e-1d2b-4c5d-8e7f-a1b2c3d4e5f6",
-        "kind": {"group": "agents.ctxmesh.ai", "version": "v1beta1", "kind": "FeedbackStore"},
-        "resource": {
-            "group": "agents.ctxmesh.ai",
-            "version": "v1beta1",
-            "resource": "feedbackstores",
-        },
-        "name": "support-feedback",
-        "namespace": "agents",
+        "kind": {"group": api.GROUP, "version": api.VERSION, "kind": api.KIND},
+        "resource": {"group": api.GROUP, "version": api.VERSION, "resource": api.PLURAL},
+        **_EXAMPLE_STORE,
         "operation": "CREATE",
         "userInfo": {"username": "dev"},
         "object": {
-            "apiVersion": "agents.ctxmesh.ai/v1beta1",
-            "kind": "FeedbackStore",
-            "metadata": {"name": "support-feedback", "namespace": "agents"},
+            "apiVersion": api.API_VERSION,
+            "kind": api.KIND,
+            "metadata": _EXAMPLE_STORE,
             "spec": {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}},
         },
     },
@@ -57,26 +54,17 @@ def register(subparsers: Any) -> None:
         ),
     )
     tls = parser.add_argument_group("TLS")
-    tls.add_argument(
-        "--tls-cert-file",
-        type=pathlib.Path,
-        metavar="PATH",
-        help="PEM serving certificate (leaf first, then any intermediates)",
-    )
-    tls.add_argument(
-        "--tls-private-key-file",
-        type=pathlib.Path,
-        metavar="PATH",
-        help="PEM private key of the serving certificate (unencrypted)",
-    )
-    tls.add_argument(
-        "--client-ca-file",
-        type=pathlib.Path,
-        metavar="PATH",
-        help="PEM CA bundle: require, on every connection to --port, a client certificate "
-        "it signed (give kube-apiserver that certificate in its AdmissionConfiguration); "
-        "re-read when it changes; needs --probe-port",
-    )
+    for flag, help_text in (
+        ("--tls-cert-file", "PEM serving certificate (leaf first, then any intermediates)"),
+        ("--tls-private-key-file", "PEM private key of the serving certificate (unencrypted)"),
+        (
+            "--client-ca-file",
+            "PEM CA bundle: require, on every connection to --port, a client certificate it "
+            "signed (give kube-apiserver that certificate in its AdmissionConfiguration); "
+            "re-read when it changes; needs --probe-port",
+        ),
+    ):
+        tls.add_argument(flag, type=pathlib.Path, metavar="PATH", help=help_text)
     tls.add_argument(
         "--dev",
         action="store_true",
@@ -92,55 +80,41 @@ def register(subparsers: Any) -> None:
         help="where --dev keeps its certificates (default: %(default)s)",
     )
     net = parser.add_argument_group("listening")
-    net.add_argument(
-        "--host",
-        default=flags.default_of(ServerConfig, "host"),
-        help="address to listen on (default: all interfaces)",
+    flags.setting(net, ServerConfig, "--host", "address to listen on (default: all interfaces)")
+    flags.setting(
+        net, ServerConfig, "--port", "TLS port (default: %(default)s; 0 picks a free one)", type=int
     )
-    net.add_argument(
-        "--port",
-        type=int,
-        default=flags.default_of(ServerConfig, "port"),
-        help="TLS port (default: %(default)s; 0 picks a free one)",
-    )
-    net.add_argument(
+    flags.setting(
+        net,
+        ServerConfig,
         "--probe-port",
+        "a second TLS port serving only /healthz, /readyz and /metrics, never asking for a "
+        "client certificate (for the kubelet's probes; 0 picks a free one)",
         type=flags.port,
-        default=flags.default_of(ServerConfig, "probe_port"),
         metavar="N",
-        help="a second TLS port serving only /healthz, /readyz and /metrics, never asking "
-        "for a client certificate (for the kubelet's probes; 0 picks a free one)",
     )
     limits = parser.add_argument_group("limits")
-    max_body_bytes = flags.default_of(ServerConfig, "max_body_bytes")
-    limits.add_argument(
-        "--max-body-bytes",
-        type=flags.positive_int,
-        default=max_body_bytes,
-        metavar="N",
-        help=f"larger request bodies get 413 (default: {max_body_bytes / 2**20:g} MiB)",
-    )
-    limits.add_argument(
+
+    def limit(flag: str, help_text: str, kind: Any = flags.positive_float) -> None:
+        metavar = "N" if kind is flags.positive_int else "SECONDS"
+        flags.setting(limits, ServerConfig, flag, help_text, type=kind, metavar=metavar)
+
+    mib = flags.default_of(ServerConfig, "max_body_bytes") / 2**20
+    limit("--max-body-bytes", f"larger request bodies get 413 (default: {mib:g} MiB)",
+          flags.positive_int)  # fmt: skip
+    limit(
         "--idle-timeout",
-        type=flags.positive_float,
-        default=flags.default_of(ServerConfig, "idle_timeout"),
-        metavar="SECONDS",
-        help="close a connection with no complete request for this long (default: %(default)s)",
+        "close a connection with no complete request for this long (default: %(default)s)",
     )
-    limits.add_argument(
+    limit(
         "--shutdown-delay",
-        type=flags.non_negative_float,
-        default=flags.default_of(ServerConfig, "shutdown_delay"),
-        metavar="SECONDS",
-        help="after SIGTERM, keep serving while not ready "
-        "for this long before closing the port (default: %(default)s)",
+        "after SIGTERM, keep serving while not ready for this long before closing the port "
+        "(default: %(default)s)",
+        flags.non_negative_float,
     )
-    limits.add_argument(
+    limit(
         "--shutdown-timeout",
-        type=flags.positive_float,
-        default=flags.default_of(ServerConfig, "shutdown_timeout"),
-        metavar="SECONDS",
-        help="then wait at most this long for requests in flight (default: %(default)s)",
+        "then wait at most this long for requests in flight (default: %(default)s)",
     )
     flags.add_log_level(parser, ServerConfig, "JSON log lines on stderr from this level")
     parser.set_defaults(func=run)
@@ -155,18 +129,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"feedbackstore-webhook serve: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
-    config = ServerConfig(
-        cert_file=cert_file,
-        key_file=key_file,
-        host=host,
-        port=args.port,
-        max_body_bytes=args.max_body_bytes,
-        client_ca_file=args.client_ca_file,
-        probe_port=args.probe_port,
-        idle_timeout=args.idle_timeout,
-        shutdown_delay=args.shutdown_delay,
-        shutdown_timeout=args.shutdown_timeout,
-        log_level=args.log_level,
+    config = flags.settings_from(
+        ServerConfig, args, cert_file=cert_file, key_file=key_file, host=host
     )
     configure(config.log_level)
 

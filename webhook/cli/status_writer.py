@@ -22,10 +22,6 @@ from webhook.status.settings import WriterSettings
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-def _default(name: str) -> Any:
-    return flags.default_of(WriterSettings, name)
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "status-writer",
@@ -49,80 +45,55 @@ def register(subparsers: Any) -> None:
         metavar="NS",
         help="namespace of the Lease (default: $POD_NAMESPACE, the service account's, or default)",
     )
-    parser.add_argument(
-        "--lease-name",
-        metavar="NAME",
-        default=_default("lease_name"),
-        help="Lease name (default: %(default)s)",
-    )
-    parser.add_argument(
+
+    def setting(flag: str, help_text: str, field: str = "", **options: Any) -> None:
+        options.setdefault("metavar", "N")
+        if "%(default)s" not in help_text:
+            help_text += " (default: %(default)s)"
+        flags.setting(parser, WriterSettings, flag, help_text, field, **options)
+
+    setting("--lease-name", "Lease name", metavar="NAME")
+    setting(
         "--resync-seconds",
+        "re-check every cached object this often, costing no request when up to date",
         type=flags.positive_float,
-        default=_default("resync_seconds"),
-        metavar="N",
-        help="re-check every cached object this often, costing no request when up to date "
-        "(default: %(default)s)",
     )
-    parser.add_argument(
+    setting(
         "--metrics-port",
+        "port for /healthz, /readyz and /metrics (default: %(default)s; 0: any free port, logged)",
         type=flags.port,
-        default=_default("metrics_port"),
-        metavar="N",
-        help="port for /healthz, /readyz and /metrics (default: %(default)s; 0: any free "
-        "port, logged)",
     )
-    parser.add_argument(
-        "--metrics-host",
-        default=_default("metrics_host"),
-        metavar="HOST",
-        help="address for that port (default: %(default)s)",
-    )
-    parser.add_argument(
+    setting("--metrics-host", "address for that port", metavar="HOST")
+    setting(
         "--lease-duration-seconds",
+        "how long a Lease holds without renewal",
+        "lease_duration",
         type=flags.positive_int,
-        default=_default("lease_duration"),
-        metavar="N",
-        help="how long a Lease holds without renewal (default: %(default)s)",
     )
-    parser.add_argument(
+    setting(
         "--renew-deadline-seconds",
+        "the leader stops writing when it could not renew for this long",
+        "renew_deadline",
         type=flags.positive_float,
-        default=_default("renew_deadline"),
-        metavar="N",
-        help="the leader stops writing when it could not renew for this long "
-        "(default: %(default)s)",
     )
-    parser.add_argument(
+    setting(
         "--retry-period-seconds",
+        "how often to renew (leader) or try to acquire (standby)",
+        "retry_period",
         type=flags.positive_float,
-        default=_default("retry_period"),
-        metavar="N",
-        help="how often to renew (leader) or try to acquire (standby) (default: %(default)s)",
     )
-    parser.add_argument(
-        "--workers",
-        type=flags.positive_int,
-        default=_default("workers"),
-        metavar="N",
-        help="concurrent status writes (default: %(default)s)",
-    )
-    parser.add_argument(
+    setting("--workers", "concurrent status writes", type=flags.positive_int)
+    setting(
         "--qps",
+        "client-side limit: requests per second to the API server, watches excepted, as "
+        "client-go's (default %(default)s, what kube-controller-manager ships with; 0: no "
+        "limit but kube-apiserver's own priority and fairness)",
         type=flags.non_negative_float,
-        default=_default("qps"),
-        metavar="N",
-        help=(
-            "client-side limit: requests per second to the API server, watches excepted, as "
-            "client-go's (default %(default)s, what kube-controller-manager ships with; 0: no "
-            "limit but kube-apiserver's own priority and fairness)"
-        ),
     )
-    parser.add_argument(
+    setting(
         "--burst",
+        "requests allowed at once above --qps after a quiet spell (default %(default)s)",
         type=flags.positive_int,
-        default=_default("burst"),
-        metavar="N",
-        help="requests allowed at once above --qps after a quiet spell (default %(default)s)",
     )
     flags.add_log_level(parser, WriterSettings, "log level (logs are JSON lines on stderr)")
     parser.set_defaults(func=run)
@@ -131,7 +102,12 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from webhook.observability.logs import configure
 
-    settings = _settings(args)
+    settings = flags.settings_from(
+        WriterSettings,
+        args,
+        namespace=args.namespace or None,
+        lease_namespace=args.lease_namespace or _own_namespace(),
+    )
     # The client logs every request at DEBUG through urllib3; keep that out of ours.
     configure(settings.log_level, quiet=["urllib3"])
     try:
@@ -148,24 +124,6 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_UNUSABLE
     return _serve(settings, api_client)
-
-
-def _settings(args: argparse.Namespace) -> WriterSettings:
-    return WriterSettings(
-        namespace=args.namespace or None,
-        lease_namespace=args.lease_namespace or _own_namespace(),
-        lease_name=args.lease_name,
-        resync_seconds=args.resync_seconds,
-        workers=args.workers,
-        qps=args.qps,
-        burst=args.burst,
-        lease_duration=args.lease_duration_seconds,
-        renew_deadline=args.renew_deadline_seconds,
-        retry_period=args.retry_period_seconds,
-        metrics_host=args.metrics_host,
-        metrics_port=args.metrics_port,
-        log_level=args.log_level,
-    )
 
 
 def _serve(settings: WriterSettings, api_client: Any) -> int:

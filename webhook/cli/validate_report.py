@@ -1,8 +1,7 @@
 """What `validate` found: each FeedbackStore's verdict, placed in its source.
 
-Every output format (text, JSON, GitHub workflow commands, JUnit, SARIF) reads
-these same entries, so a problem has one field, one message and one position
-whatever the format.
+Every output format reads these same entries, so a problem has one field, one
+message and one position whatever the format.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-from webhook.cli.positions import Position, document_position, locate
+from webhook.cli.positions import Position, locate
 from webhook.rules import messages
 from webhook.rules.field_errors import ErrorType
 from webhook.rules.manifest import ManifestVerdict
@@ -35,10 +34,6 @@ class Entry:
     message: str
     position: Position
 
-    @property
-    def is_warning(self) -> bool:
-        return self.type == WARNING
-
 
 @dataclass(frozen=True, slots=True)
 class Result:
@@ -57,12 +52,10 @@ class Result:
         return verdict.valid and not (self.warnings_are_errors and verdict.warnings)
 
     def position(self, field_path: str, *, at_key: bool = False) -> Position:
+        """Where `field_path` starts (`""`: the document itself); 1:1 without a node tree."""
         if self.node is None:
             return _START
         return locate(self.node, field_path, at_key=at_key)
-
-    def start(self) -> Position:
-        return _START if self.node is None else document_position(self.node)
 
     def problem_entries(self) -> list[Entry]:
         """Each problem, then the omitted count, then (when strict) the warnings."""

@@ -20,6 +20,7 @@ from typing import Any, Final
 from cryptography import x509
 
 from webhook.certs.reuse import issued_by
+from webhook.doctor.registration import client_config
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Fetched, Unreadable
 
@@ -49,22 +50,26 @@ def decode_pem_list(data: bytes) -> list[x509.Certificate]:
         return []
 
 
-def secret_certificates(secret: dict[str, Any]) -> Served:
-    data = secret.get("data")
-    data = data if isinstance(data, dict) else {}
-    return Served(_field(data, "tls.crt"), _field(data, "ca.crt"))
-
-
-def ca_bundle(entry: dict[str, Any]) -> list[x509.Certificate] | None:
-    """The CAs an entry trusts; None when it has no caBundle (system roots are used)."""
-    config = entry.get("clientConfig")
-    text = config.get("caBundle") if isinstance(config, dict) else None
-    if not text:
-        return None
+def _base64_pem(text: object) -> list[x509.Certificate]:
+    """The certificates in base64 PEM as Kubernetes stores it (Secret data, caBundle)."""
+    if not isinstance(text, str):
+        return []
     try:
         return decode_pem_list(base64.b64decode(text, validate=True))
     except (binascii.Error, ValueError):
         return []
+
+
+def secret_certificates(secret: dict[str, Any]) -> Served:
+    data = secret.get("data")
+    data = data if isinstance(data, dict) else {}
+    return Served(_base64_pem(data.get("tls.crt")), _base64_pem(data.get("ca.crt")))
+
+
+def ca_bundle(entry: dict[str, Any]) -> list[x509.Certificate] | None:
+    """The CAs an entry trusts; None when it has no caBundle (system roots are used)."""
+    text = client_config(entry, "caBundle")
+    return _base64_pem(text) if text else None
 
 
 def check_serving(
@@ -236,16 +241,6 @@ def host_matches(name: str, host: str) -> bool:
         head, _, rest = host.partition(".")
         return bool(head) and rest == name[2:]
     return name == host
-
-
-def _field(data: dict[str, Any], key: str) -> list[x509.Certificate]:
-    value = data.get(key)
-    if not isinstance(value, str):
-        return []
-    try:
-        return decode_pem_list(base64.b64decode(value, validate=True))
-    except (binascii.Error, ValueError):
-        return []
 
 
 def _without_certificate(why: str, fix: str) -> list[CheckResult]:

@@ -23,8 +23,7 @@ def service_ref(configuration: Fetched, target: Target) -> tuple[str, str, str]:
     """
     if isinstance(configuration, dict):
         for _, entry in registration.admission_entries(configuration):
-            config = entry.get("clientConfig")
-            service = config.get("service") if isinstance(config, dict) else None
+            service = registration.client_config(entry, "service")
             if isinstance(service, dict):
                 return str(service.get("namespace")), str(service.get("name")), ""
         if registration.admission_entries(configuration):

@@ -63,50 +63,36 @@ def connect(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
 def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:
     core = k8s.CoreV1Api(api_client)
     custom = k8s.CustomObjectsApi(api_client)
-    extensions = k8s.ApiextensionsV1Api(api_client)
-    admission = k8s.AdmissionregistrationV1Api(api_client)
-    crd = _get(lambda: extensions.read_custom_resource_definition(CRD_NAME, **_RAW))
+    crd = _get(k8s.ApiextensionsV1Api(api_client).read_custom_resource_definition, CRD_NAME)
     configuration = _get(
-        lambda: admission.read_validating_webhook_configuration(
-            target.webhook_configuration, **_RAW
-        )
+        k8s.AdmissionregistrationV1Api(api_client).read_validating_webhook_configuration,
+        target.webhook_configuration,
     )
     service_namespace, service_name, _ = service_ref(configuration, target)
+    page = _get(
+        k8s.DiscoveryV1Api(api_client).list_namespaced_endpoint_slice,
+        service_namespace,
+        label_selector=f"{SERVICE_NAME_LABEL}={service_name}",
+    )
+    slices = (page.get("items") or []) if isinstance(page, dict) else page
+    lease = _get(
+        k8s.CoordinationV1Api(api_client).read_namespaced_lease, target.lease, target.namespace
+    )
     names = dict.fromkeys((KUBE_SYSTEM, target.namespace, target.probe_namespace))
     have_api = crd is not None
     return Snapshot(
         crd=crd,
         configuration=configuration,
-        secret=_get(lambda: core.read_namespaced_secret(target.secret, target.namespace, **_RAW)),
-        service=_get(lambda: core.read_namespaced_service(service_name, service_namespace, **_RAW)),
-        endpoint_slices=_endpoint_slices(api_client, service_namespace, service_name),
-        lease=_lease(api_client, target),
+        secret=_get(core.read_namespaced_secret, target.secret, target.namespace),
+        service=_get(core.read_namespaced_service, service_name, service_namespace),
+        endpoint_slices=[s for s in slices if isinstance(s, dict)]
+        if isinstance(slices, list)
+        else slices,
+        lease=lease,
         stores=_stores(custom, target.store_namespace) if have_api else None,
         probe=probe(custom, target.probe_namespace) if have_api else None,
-        namespaces={name: _namespace(core, name) for name in names},
+        namespaces={name: _get(core.read_namespace, name) for name in names},
     )
-
-
-def _namespace(core: k8s.CoreV1Api, name: str) -> Fetched:
-    return _get(lambda: core.read_namespace(name, **_RAW))
-
-
-def _endpoint_slices(
-    api_client: k8s.ApiClient, namespace: str, service: str
-) -> list[dict[str, Any]] | Unreadable | None:
-    discovery = k8s.DiscoveryV1Api(api_client)
-    selector = f"{SERVICE_NAME_LABEL}={service}"
-    page = _get(
-        lambda: discovery.list_namespaced_endpoint_slice(namespace, label_selector=selector, **_RAW)
-    )
-    if not isinstance(page, dict):
-        return page
-    return [item for item in page.get("items") or () if isinstance(item, dict)]
-
-
-def _lease(api_client: k8s.ApiClient, target: Target) -> Fetched:
-    coordination = k8s.CoordinationV1Api(api_client)
-    return _get(lambda: coordination.read_namespaced_lease(target.lease, target.namespace, **_RAW))
 
 
 def probe(custom: k8s.CustomObjectsApi, namespace: str) -> ProbeOutcome:
@@ -152,8 +138,9 @@ def _answered(call: Callable[[], T]) -> T | Unreadable | None:
         raise UnreachableError(f"no answer from the API server: {error}") from error
 
 
-def _get(call: Callable[[], object]) -> Fetched:
-    found: Fetched = _answered(lambda: read_json(call()))
+def _get(read: Callable[..., object], *args: object, **options: object) -> Fetched:
+    """The raw JSON `read(*args)` answers; None on 404, `Unreadable` on any other refusal."""
+    found: Fetched = _answered(lambda: read_json(read(*args, **options, **_RAW)))
     return found
 
 
@@ -161,27 +148,17 @@ def _stores(
     custom: k8s.CustomObjectsApi, namespace: str | None
 ) -> list[dict[str, Any]] | Unreadable | None:
     """Every FeedbackStore in `namespace` (None: all), a page at a time (the one pager)."""
+    where = (namespace,) if namespace else ()
+    listing: Callable[..., object] = (
+        custom.list_namespaced_custom_object if namespace else custom.list_cluster_custom_object
+    )
 
     def page(limit: int | None, token: str | None) -> Page:
-        return read_page(_store_page(custom, namespace, limit, token))
+        paging = {key: value for key, value in (("limit", limit), ("_continue", token)) if value}
+        return read_page(listing(api.GROUP, api.VERSION, *where, api.PLURAL, **paging, **_RAW))
 
     listed = _answered(lambda: list_all(page, PAGE_SIZE))
     return listed.items if isinstance(listed, Listed) else listed
-
-
-def _store_page(
-    custom: k8s.CustomObjectsApi, namespace: str | None, limit: int | None, token: str | None
-) -> object:
-    options: dict[str, Any] = dict(_RAW)
-    if limit:
-        options["limit"] = limit
-    if token:
-        options["_continue"] = token
-    if namespace:
-        return custom.list_namespaced_custom_object(
-            api.GROUP, api.VERSION, namespace, api.PLURAL, **options
-        )
-    return custom.list_cluster_custom_object(api.GROUP, api.VERSION, api.PLURAL, **options)
 
 
 def _warnings(headers: Any) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.doctor.result import CheckResult, fail, ok
+from webhook.doctor.result import CheckResult, fail, ok, refused
 from webhook.doctor.snapshot import CRD_NAME, Fetched, Unreadable
 from webhook.rules import api
 
@@ -14,10 +14,10 @@ _INSTALL = "kubectl apply --server-side -k manifests/crd"
 
 def check_crd(crd: Fetched) -> CheckResult:
     if isinstance(crd, Unreadable):
-        return fail(NAME, f"cannot read CRD {CRD_NAME}: {crd.reason}", _RBAC_FIX)
+        return refused(NAME, f"read CRD {CRD_NAME}", crd, "get on customresourcedefinitions")
     if crd is None:
         return fail(NAME, f"CRD {CRD_NAME} is not installed", _INSTALL)
-    conditions = _conditions(crd)
+    conditions = _keyed(crd, "status", "conditions", "type")
     established = conditions.get("Established", {})
     if established.get("status") != "True":
         why = established.get("message") or conditions.get("NamesAccepted", {}).get("message")
@@ -26,7 +26,7 @@ def check_crd(crd: Fetched) -> CheckResult:
             f"CRD {CRD_NAME} is not Established" + (f": {why}" if why else ""),
             f"kubectl describe crd {CRD_NAME}  (a name conflict or a bad schema shows there)",
         )
-    versions = _versions(crd)
+    versions = _keyed(crd, "spec", "versions", "name")
     served = versions.get(api.VERSION)
     if served is None or not served.get("served"):
         listed = ", ".join(sorted(versions)) or "none"
@@ -38,22 +38,14 @@ def check_crd(crd: Fetched) -> CheckResult:
     return ok(NAME, f"{CRD_NAME} Established; {_describe(versions)}{_cel_note(served)}")
 
 
-_RBAC_FIX = "run the doctor as a cluster admin (it needs get on customresourcedefinitions)"
-
-
-def _conditions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    status = crd.get("status") if isinstance(crd.get("status"), dict) else {}
-    found = status.get("conditions") if isinstance(status, dict) else None
+def _keyed(crd: dict[str, Any], part: str, field: str, key: str) -> dict[str, dict[str, Any]]:
+    """The list `crd[part][field]` by each item's `key` (conditions by type, versions by name)."""
+    parent = crd.get(part)
+    listed = parent.get(field) if isinstance(parent, dict) else None
     return {
-        c["type"]: c for c in found or () if isinstance(c, dict) and isinstance(c.get("type"), str)
-    }
-
-
-def _versions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
-    listed = spec.get("versions") if isinstance(spec, dict) else None
-    return {
-        v["name"]: v for v in listed or () if isinstance(v, dict) and isinstance(v.get("name"), str)
+        item[key]: item
+        for item in (listed if isinstance(listed, list) else ())
+        if isinstance(item, dict) and isinstance(item.get(key), str)
     }
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from webhook.doctor.result import CheckResult, fail, ok, skip
+from webhook.doctor.result import CheckResult, fail, ok, refused, skip
 from webhook.doctor.snapshot import Unreadable
 
 NAME: Final = "service-endpoints"
+_NEEDS: Final = "get services, list endpointslices"
 
 
 def ready_addresses(slices: list[dict[str, Any]]) -> tuple[list[str], int]:
@@ -41,7 +42,7 @@ def check_endpoints(
     suffix = f" ({note})" if note else ""
     namespace = service_ref.partition("/")[0]
     if isinstance(service, Unreadable):
-        return fail(NAME, f"cannot read Service {service_ref}: {service.reason}", _RBAC_FIX)
+        return refused(NAME, f"read Service {service_ref}", service, _NEEDS)
     if service is None:
         return fail(
             NAME,
@@ -49,7 +50,7 @@ def check_endpoints(
             "reapply your install; --service names another Service",
         )
     if isinstance(slices, Unreadable):
-        return fail(NAME, f"cannot list EndpointSlices: {slices.reason}", _RBAC_FIX)
+        return refused(NAME, "list EndpointSlices", slices, _NEEDS)
     if slices is None:
         return skip(NAME, "EndpointSlices not listed")
     ready, not_ready = ready_addresses(slices)
@@ -63,6 +64,3 @@ def check_endpoints(
         f"kubectl -n {namespace} get pods -l app.kubernetes.io/component=webhook; "
         "kubectl describe the pods (a missing Secret keeps them ContainerCreating)",
     )
-
-
-_RBAC_FIX = "run the doctor as a cluster admin (it needs get services, list endpointslices)"

@@ -14,14 +14,13 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final
 
-from webhook.doctor.result import CheckResult, fail, ok, skip, warn
+from webhook.doctor.result import CheckResult, count_stores, fail, few, ok, skip, store_label, warn
 from webhook.doctor.snapshot import Unreadable
 from webhook.kube.objects import deletion_in_progress, has_finalizer
 from webhook.rules import inuse
 from webhook.status.usage import current_in_use
 
 NAME: Final = "held-deletions"
-SHOWN: Final = 5
 
 
 def held(stores: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -44,7 +43,7 @@ def check_held(
     if not writer_leads:
         return fail(
             NAME,
-            f"{_count(holding)} Terminating with {inuse.FINALIZER} and no status writer "
+            f"{count_stores(len(holding))} Terminating with {inuse.FINALIZER} and no status writer "
             f"leading to release them: {_few(holding)}",
             "start the status writer again (see status-writer-lease); if it is gone for good "
             f"and no agent needs the store: {remove_command(holding[0])}",
@@ -53,13 +52,13 @@ def check_held(
     if released:
         return fail(
             NAME,
-            f"{_count(released)} no longer referenced but still held: {_few(released)}",
+            f"{count_stores(len(released))} no longer referenced but still held: {_few(released)}",
             "the status writer is not releasing them: check its logs; meanwhile "
             f"{remove_command(released[0])}",
         )
     return warn(
         NAME,
-        f"{_count(holding)} Terminating until their agents let go: {_few(holding)}",
+        f"{count_stores(len(holding))} Terminating until their agents let go: {_few(holding)}",
         "remove spec.feedbackStoreRef from the AgentDeployments named by "
         "kubectl describe fs NAME -n NS (or delete them); the store then goes",
     )
@@ -86,15 +85,5 @@ def _reason(store: dict[str, Any]) -> object:
     return condition.get("reason") if condition else None
 
 
-def _count(stores: Sequence[dict[str, Any]]) -> str:
-    return f"{len(stores)} FeedbackStore{'' if len(stores) == 1 else 's'}"
-
-
-def _label(store: dict[str, Any]) -> str:
-    metadata = store.get("metadata") or {}
-    return f"{metadata.get('namespace')}/{metadata.get('name')}"
-
-
 def _few(stores: Sequence[dict[str, Any]]) -> str:
-    shown = ", ".join(_label(s) for s in stores[:SHOWN])
-    return shown + (f", and {len(stores) - SHOWN} more" if len(stores) > SHOWN else "")
+    return few([store_label(s) for s in stores])

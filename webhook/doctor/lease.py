@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Final
 
-from webhook.doctor.result import CheckResult, fail, ok
+from webhook.doctor.result import CheckResult, fail, ok, refused
 from webhook.doctor.snapshot import Fetched, Unreadable
 from webhook.kube.leader import read_record
 from webhook.kube.timestamps import parse_time
@@ -26,7 +26,7 @@ def check_lease(lease: Fetched, lease_ref: str, now: dt.datetime) -> CheckResult
         f"kubectl -n {namespace} logs deploy/feedbackstore-status-writer"
     )
     if isinstance(lease, Unreadable):
-        return fail(NAME, f"cannot read Lease {lease_ref}: {lease.reason}", _RBAC_FIX)
+        return refused(NAME, f"read Lease {lease_ref}", lease, "get on leases")
     if lease is None:
         return fail(NAME, f"Lease {lease_ref} not found: no status writer has ever led", look)
     record = read_record(lease)
@@ -55,6 +55,3 @@ def _ago(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f} min ago"
     return f"{seconds / 3600:.0f} h ago"
-
-
-_RBAC_FIX = "run the doctor as a cluster admin (it needs get on leases)"

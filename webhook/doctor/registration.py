@@ -11,18 +11,19 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from webhook.doctor.result import CheckResult, Level, combine, fail, ok, skip
+from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.selectors import selects
-from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
+from webhook.doctor.snapshot import (
+    CRD_NAME,
+    KUBE_SYSTEM,
+    NAMESPACE_NAME_LABEL,
+    Fetched,
+    Target,
+    Unreadable,
+)
 from webhook.rules import api
 
 REGISTRATION: Final = "webhook-configuration"
-FAILURE_POLICY: Final = "failurePolicy"
-SIDE_EFFECTS: Final = "sideEffects"
-TIMEOUT: Final = "timeoutSeconds"
-REVIEW_VERSIONS: Final = "admissionReviewVersions"
-NAMESPACE_SELECTOR: Final = "namespaceSelector"
-FIELD_CHECKS: Final = (FAILURE_POLICY, SIDE_EFFECTS, TIMEOUT, REVIEW_VERSIONS, NAMESPACE_SELECTOR)
 
 # kube-apiserver's own default is 10 s; past it every FeedbackStore write hangs that long
 # while the webhook is down; under 2 s a TLS handshake to a busy pod may not make it.
@@ -30,9 +31,6 @@ MAX_TIMEOUT: Final = 10
 MIN_TIMEOUT: Final = 2
 DEFAULT_TIMEOUT: Final = 10
 _WRITES: Final = frozenset({"CREATE", "UPDATE", "*"})
-_RBAC_FIX: Final = (
-    "run the doctor as a cluster admin (it needs get on validatingwebhookconfigurations)"
-)
 
 # (level, detail, fix); a fix may hold <NAME> and <INDEX>, filled in per entry.
 Verdict = tuple[Level, str, str]
@@ -54,33 +52,36 @@ def check_registration(
 ) -> list[CheckResult]:
     """One result for the registration itself, then one per field SPEC §6 prescribes."""
     name = target.webhook_configuration
+    verdicts: dict[str, Callable[[dict[str, Any]], Verdict]] = {
+        "failurePolicy": _failure_policy,
+        "sideEffects": _side_effects,
+        "timeoutSeconds": _timeout,
+        "admissionReviewVersions": _review_versions,
+        "namespaceSelector": _selector_verdict(target, namespaces),
+    }
     if isinstance(configuration, Unreadable):
-        head = fail(REGISTRATION, f"cannot read {name}: {configuration.reason}", _RBAC_FIX)
-        return [head, *(skip(check, "webhook configuration unreadable") for check in FIELD_CHECKS)]
-    if configuration is None:
+        needs = "get on validatingwebhookconfigurations"
+        head = refused(REGISTRATION, f"read {name}", configuration, needs)
+        why = "webhook configuration unreadable"
+    elif configuration is None:
         head = fail(
             REGISTRATION,
             f"ValidatingWebhookConfiguration {name} not found",
             "reapply your install (kubectl apply -k certs/, or manifests/cert-manager/); "
             "kubectl get validatingwebhookconfigurations lists what is there",
         )
-        return [head, *(skip(check, "no webhook configuration") for check in FIELD_CHECKS)]
-    entries = admission_entries(configuration)
-    if not entries:
+        why = "no webhook configuration"
+    elif entries := admission_entries(configuration):
+        combined = (_combined(check, name, entries, v) for check, v in verdicts.items())
+        return [_registration_result(name, entries), *combined]
+    else:
         head = fail(
             REGISTRATION,
-            f"{name} has no webhook for CREATE/UPDATE of {api.PLURAL}.{api.GROUP}",
+            f"{name} has no webhook for CREATE/UPDATE of {CRD_NAME}",
             "reapply manifests/webhook/validatingwebhookconfiguration.yaml",
         )
-        return [head, *(skip(check, "no webhook entry to check") for check in FIELD_CHECKS)]
-    return [
-        _registration_result(name, entries),
-        _combined(FAILURE_POLICY, name, entries, _failure_policy),
-        _combined(SIDE_EFFECTS, name, entries, _side_effects),
-        _combined(TIMEOUT, name, entries, _timeout),
-        _combined(REVIEW_VERSIONS, name, entries, _review_versions),
-        _combined(NAMESPACE_SELECTOR, name, entries, _selector_verdict(target, namespaces)),
-    ]
+        why = "no webhook entry to check"
+    return [head, *(skip(check, why) for check in verdicts)]
 
 
 def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
@@ -89,17 +90,21 @@ def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
     kube-apiserver dials a `service:` as `NAME.NAMESPACE.svc` and checks the
     certificate against that name; a `url:` by its host.
     """
-    config = entry.get("clientConfig")
-    config = config if isinstance(config, dict) else {}
-    service = config.get("service")
+    service = client_config(entry, "service")
     if isinstance(service, dict):
         host = f"{service.get('name')}.{service.get('namespace')}.svc"
         port = service.get("port") or 443
         return host, f"Service {service.get('namespace')}/{service.get('name')}:{port}"
-    url = config.get("url")
+    url = client_config(entry, "url")
     if isinstance(url, str):
         return urllib.parse.urlsplit(url).hostname or "", url
     return "", "no clientConfig"
+
+
+def client_config(entry: dict[str, Any], key: str) -> object:
+    """`clientConfig.<key>` of a webhook entry (`service`, `url`, `caBundle`), if there."""
+    config = entry.get("clientConfig")
+    return config.get(key) if isinstance(config, dict) else None
 
 
 def _rules(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -223,7 +228,7 @@ def _selector_verdict(
         return (
             Level.FAIL,
             f"matches {' and '.join(matched)}: a broken webhook could block the repairs there",
-            "add to the namespaceSelector's matchExpressions: {key: kubernetes.io/metadata.name,"
+            f"add to the namespaceSelector's matchExpressions: {{key: {NAMESPACE_NAME_LABEL},"
             f" operator: NotIn, values: [{', '.join(protected)}]}}",
         )
 

@@ -1,10 +1,18 @@
-"""What one check concludes: a name, a level, what was found and how to fix it."""
+"""What one check concludes (a name, a level, what was found and how to fix it), and its words.
+
+Results read as an admin reads them: one line per check, the fix under a
+failure or warning, a tally last; or as JSON for a script.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Final
+
+from webhook.doctor.snapshot import Unreadable
 
 
 class Level(enum.StrEnum):
@@ -17,6 +25,9 @@ class Level(enum.StrEnum):
 
 
 _SEVERITY = {Level.OK: 0, Level.SKIP: 1, Level.WARN: 2, Level.FAIL: 3}
+_TAGS = {Level.OK: "ok", Level.WARN: "WARN", Level.FAIL: "FAIL", Level.SKIP: "skip"}
+_NAME_WIDTH = 24
+SHOWN: Final = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +62,6 @@ def skip(name: str, why: str) -> CheckResult:
     return CheckResult(name, Level.SKIP, f"not checked: {why}")
 
 
-def worst(results: Iterable[CheckResult]) -> Level:
-    return max((r.level for r in results), key=_SEVERITY.__getitem__, default=Level.OK)
-
-
 def healthy(results: Sequence[CheckResult]) -> bool:
     """All is well when nothing failed; warnings and skipped checks alone never fail a run."""
     return all(result.level is not Level.FAIL for result in results)
@@ -67,9 +74,52 @@ def counts(results: Sequence[CheckResult]) -> dict[str, int]:
 def combine(name: str, labelled: Sequence[tuple[str, CheckResult]]) -> CheckResult:
     """One result from the same check run on several things: the worst level, each detail."""
     if len(labelled) == 1:
-        only = labelled[0][1]
-        return CheckResult(name, only.level, only.detail, only.fix)
-    level = worst(result for _, result in labelled)
+        return dataclasses.replace(labelled[0][1], name=name)
+    level = max((r.level for _, r in labelled), key=_SEVERITY.__getitem__)
     detail = "; ".join(f"{label}: {result.detail}" for label, result in labelled)
     fix = next((r.fix for _, r in labelled if r.level is level and r.fix), "")
     return CheckResult(name, level, detail, fix)
+
+
+def refused(name: str, doing: str, found: Unreadable, needs: str) -> CheckResult:
+    """The server would not give what a check needs: say so, and what access it takes."""
+    fix = f"run the doctor as a cluster admin (it needs {needs})"
+    return fail(name, f"cannot {doing}: {found.reason}", fix)
+
+
+def count_stores(count: int) -> str:
+    return f"{count} FeedbackStore{'' if count == 1 else 's'}"
+
+
+def store_label(store: dict[str, Any]) -> str:
+    metadata = store.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    return f"{metadata.get('namespace')}/{metadata.get('name')}"
+
+
+def few(labels: Sequence[str]) -> str:
+    shown = ", ".join(labels[:SHOWN])
+    return shown + (f", and {len(labels) - SHOWN} more" if len(labels) > SHOWN else "")
+
+
+def as_text(results: Sequence[CheckResult]) -> str:
+    lines = []
+    for result in results:
+        lines.append(f"{_TAGS[result.level]:<5} {result.name:<{_NAME_WIDTH}} {result.detail}")
+        if result.fix and result.level in (Level.FAIL, Level.WARN):
+            lines.append(f"{'':<5} {'':<{_NAME_WIDTH}} fix: {result.fix}")
+    tally = counts(results)
+    verdict = "all is well" if healthy(results) else "something is wrong"
+    lines.append(
+        f"{len(results)} checks: {tally['ok']} ok, {tally['warn']} warnings, "
+        f"{tally['fail']} failed, {tally['skip']} skipped — {verdict}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def as_json(results: Sequence[CheckResult]) -> dict[str, Any]:
+    return {
+        "healthy": healthy(results),
+        "summary": counts(results),
+        "checks": [result.as_json() for result in results],
+    }

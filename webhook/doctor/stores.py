@@ -8,89 +8,63 @@ never saw (created before it, or while it failed open): worth a warning.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
-from webhook.doctor.result import CheckResult, fail, ok, skip, warn
+from webhook.doctor.result import (
+    CheckResult,
+    count_stores,
+    fail,
+    few,
+    ok,
+    refused,
+    skip,
+    store_label,
+    warn,
+)
 from webhook.doctor.snapshot import Unreadable
 from webhook.rules import api
 from webhook.status.validated import STATUS_FALSE, current_condition, observed_generation
 
 NAME: Final = "store-conditions"
-SHOWN: Final = 5
 
 
-@dataclass(slots=True)
-class Tally:
-    total: int = 0
-    missing: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
-
-
-def tally(stores: Sequence[dict[str, Any]]) -> Tally:
-    counted = Tally()
-    for store in stores:
-        counted.total += 1
-        label = _label(store)
-        condition = current_condition(store)
-        if condition is None:
-            counted.missing.append(label)
-            continue
-        seen = condition.get("observedGeneration")
-        generation = observed_generation(store)
-        if type(seen) is not int or (generation is not None and seen < generation):
-            counted.stale.append(label)
-        elif condition.get("status") == STATUS_FALSE:
-            counted.invalid.append(label)
-    return counted
+def _state(store: dict[str, Any]) -> str:
+    condition = current_condition(store)
+    if condition is None:
+        return "missing"
+    seen = condition.get("observedGeneration")
+    generation = observed_generation(store)
+    if type(seen) is not int or (generation is not None and seen < generation):
+        return "stale"
+    return "invalid" if condition.get("status") == STATUS_FALSE else "current"
 
 
 def check_stores(stores: list[dict[str, Any]] | Unreadable | None, scope: str) -> CheckResult:
     if isinstance(stores, Unreadable):
-        return fail(NAME, f"cannot list FeedbackStores: {stores.reason}", _RBAC_FIX)
+        return refused(NAME, "list FeedbackStores", stores, "list on feedbackstores")
     if stores is None:
         return skip(NAME, "FeedbackStores not listed")
-    counted = tally(stores)
-    if counted.missing or counted.stale:
+    counted: dict[str, list[str]] = {"missing": [], "stale": [], "invalid": [], "current": []}
+    for store in stores:
+        counted[_state(store)].append(store_label(store))
+    missing, stale, invalid = counted["missing"], counted["stale"], counted["invalid"]
+    if missing or stale:
         parts = []
-        if counted.missing:
-            parts.append(
-                f"{len(counted.missing)} without {api.CONDITION_TYPE} ({_few(counted.missing)})"
-            )
-        if counted.stale:
-            stale = counted.stale
-            parts.append(f"{len(stale)} stale: observedGeneration < generation ({_few(stale)})")
+        if missing:
+            parts.append(f"{len(missing)} without {api.CONDITION_TYPE} ({few(missing)})")
+        if stale:
+            parts.append(f"{len(stale)} stale: observedGeneration < generation ({few(stale)})")
         return fail(
             NAME,
-            f"{_stores(counted.total)} {scope}: {'; '.join(parts)}",
+            f"{count_stores(len(stores))} {scope}: {'; '.join(parts)}",
             "the status writer is not keeping up: see the Lease check, and its logs "
             "(kubectl -n feedbackstore-system logs deploy/feedbackstore-status-writer)",
         )
-    if counted.invalid:
+    if invalid:
         return warn(
             NAME,
-            f"{_stores(counted.total)} {scope}, all current; {len(counted.invalid)} "
-            f"Validated=False ({_few(counted.invalid)})",
+            f"{count_stores(len(stores))} {scope}, all current; {len(invalid)} "
+            f"Validated=False ({few(invalid)})",
             "kubectl describe fs NAME -n NS shows what to fix in each spec",
         )
-    return ok(NAME, f"{_stores(counted.total)} {scope}, every {api.CONDITION_TYPE} current")
-
-
-def _stores(count: int) -> str:
-    return f"{count} FeedbackStore{'' if count == 1 else 's'}"
-
-
-def _label(store: dict[str, Any]) -> str:
-    metadata = store.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
-    return f"{metadata.get('namespace')}/{metadata.get('name')}"
-
-
-def _few(labels: list[str]) -> str:
-    shown = ", ".join(labels[:SHOWN])
-    return shown + (f", and {len(labels) - SHOWN} more" if len(labels) > SHOWN else "")
-
-
-_RBAC_FIX = "run the doctor as a cluster admin (it needs list on feedbackstores)"
+    return ok(NAME, f"{count_stores(len(stores))} {scope}, every {api.CONDITION_TYPE} current")

@@ -102,18 +102,19 @@ def expand_paths(paths: Sequence[str]) -> Iterator[str | ReadError]:
             yield ReadError(path, "no such file or directory")
 
 
-def read_all(paths: Sequence[str]) -> tuple[list[Document], list[ReadError]]:
-    """Every document under `paths`, and every source that could not be read or parsed."""
-    documents: list[Document] = []
-    errors: list[ReadError] = []
+def read_all(paths: Sequence[str]) -> Iterator[Document | ReadError]:
+    """Every document under `paths` as soon as it is parsed, and a ReadError for each source
+    that could not be read or parsed (after the documents read from it before the error).
+
+    One at a time, so that a caller keeps only what it needs of each document's node
+    tree: all of them at once made `validate` of 1,000 stores twice as slow (the
+    garbage collector walking them) and its memory double (bench/README.md).
+    """
     for path in expand_paths(paths):
         if isinstance(path, ReadError):
-            errors.append(path)
-            continue
-        read, error = read_documents(path)
-        documents.extend(read)
-        errors.extend(() if error is None else (error,))
-    return documents, errors
+            yield path
+        else:
+            yield from read_documents(path)
 
 
 def objects(content: object, node: yaml.Node | None) -> Iterator[tuple[object, yaml.Node | None]]:
@@ -148,30 +149,31 @@ def _walk(top: str) -> Iterator[str]:
         yield path
 
 
-def read_documents(source: str) -> tuple[list[Document], ReadError | None]:
-    """Every document of one source; on a parse error, the documents before it and the error."""
+def read_documents(source: str) -> Iterator[Document | ReadError]:
+    """Every document of one source; on a parse error, the documents before it, then the error."""
     try:
         raw = sys.stdin.buffer.read() if source == STDIN else Path(source).read_bytes()
     except OSError as err:
-        return [], ReadError(source, f"cannot read: {err.strerror or err}")
-    name = source
+        yield ReadError(source, f"cannot read: {err.strerror or err}")
+        return
     if b"\x00" in raw:
-        return [], ReadError(name, "not a text file (contains NUL bytes)")
+        yield ReadError(source, "not a text file (contains NUL bytes)")
+        return
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        return [], ReadError(name, f"not UTF-8 text (invalid byte at offset {err.start})")
-    if source.endswith(".json"):
-        return _parse_json(name, text)
-    return _parse_yaml(name, text)
+        yield ReadError(source, f"not UTF-8 text (invalid byte at offset {err.start})")
+        return
+    yield from (_parse_json if source.endswith(".json") else _parse_yaml)(source, text)
 
 
-def _parse_json(name: str, text: str) -> tuple[list[Document], ReadError | None]:
+def _parse_json(name: str, text: str) -> Iterator[Document | ReadError]:
     try:
         content = orjson.loads(text)
     except orjson.JSONDecodeError as err:
-        return [], ReadError(name, f"cannot parse JSON: {err.msg}", err.lineno, err.colno)
-    return [Document(name, 1, content, _compose_json(text))], None
+        yield ReadError(name, f"cannot parse JSON: {err.msg}", err.lineno, err.colno)
+        return
+    yield Document(name, 1, content, _compose_json(text))
 
 
 def _compose_json(text: str) -> yaml.Node | None:
@@ -183,25 +185,24 @@ def _compose_json(text: str) -> yaml.Node | None:
     return node
 
 
-def _parse_yaml(name: str, text: str) -> tuple[list[Document], ReadError | None]:
-    documents: list[Document] = []
+def _parse_yaml(name: str, text: str) -> Iterator[Document | ReadError]:
     loader = _ManifestLoader(text)
+    index = 0
     try:
         # yaml.load_all's own loop, keeping each document's node tree for positions
         while loader.check_node():
             node = loader.get_node()
-            content = loader.construct_document(node)
-            documents.append(Document(name, len(documents) + 1, content, node))
+            index += 1
+            yield Document(name, index, loader.construct_document(node), node)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark is not None else None
         column = mark.column + 1 if mark is not None else None
         problem = err.problem or err.context or "invalid YAML"
-        return documents, ReadError(name, f"cannot parse YAML: {problem}", line, column)
+        yield ReadError(name, f"cannot parse YAML: {problem}", line, column)
     except yaml.YAMLError as err:
-        return documents, ReadError(name, f"cannot parse YAML: {err}")
+        yield ReadError(name, f"cannot parse YAML: {err}")
     except RecursionError:
-        return documents, ReadError(name, "cannot parse YAML: nesting too deep")
+        yield ReadError(name, "cannot parse YAML: nesting too deep")
     finally:
         loader.dispose()
-    return documents, None

@@ -30,7 +30,13 @@ def change_lines(
     to the `current` documents (as `validate` read them: stdin is read once), and the
     unreadable previous inputs."""
     now = _by_label(current)
-    read, errors = read_all(previous)
+    read: list[Document] = []
+    errors: list[ReadError] = []
+    for each in read_all(previous):
+        if isinstance(each, ReadError):
+            errors.append(each)
+        else:
+            read.append(each)
     lines: list[str] = []
     for label, (old_document, old) in _by_label(read).items():
         if label not in now:

@@ -8,6 +8,7 @@ checked and reported.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from typing import Any
 
@@ -57,18 +58,23 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.cli.manifest_files import objects, read_all
+    from webhook.cli.manifest_files import ReadError, objects, read_all
 
-    documents, errors = read_all(args.paths)
-    report = Report(errors=errors)
-    for document in documents:
-        for content, node in objects(document.content, document.node):
-            _check(document, content, node, report, args.warnings_as_errors)
+    report = Report()
+    current: list[Document] = []  # for --previous: what was read, without node trees
+    for read in read_all(args.paths):
+        if isinstance(read, ReadError):
+            report.errors.append(read)
+            continue
+        for content, node in objects(read.content, read.node):
+            _check(read, content, node, report, args.warnings_as_errors)
+        if args.previous:
+            current.append(dataclasses.replace(read, node=None))
     changes: list[str] | None = None
     if args.previous:
         from webhook.cli.previous import change_lines
 
-        changes, unreadable = change_lines(documents, args.previous)
+        changes, unreadable = change_lines(current, args.previous)
         report.errors.extend(unreadable)
     sys.stdout.flush()
     sys.stdout.buffer.write(RENDERERS[args.output](report, changes))
@@ -89,5 +95,5 @@ def _check(
         return
     checked = check_manifest(content)
     report.results.append(
-        Result(document.source, document.index, checked, strict, node, origin(content))
+        Result.placed(document.source, document.index, checked, strict, node, origin(content))
     )

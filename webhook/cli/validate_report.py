@@ -37,7 +37,11 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """One checked FeedbackStore: where it was, who it is, what is wrong with it."""
+    """One checked FeedbackStore: where it was, who it is, what is wrong with it.
+
+    `node` (the document's node tree) is kept only when there is something to
+    place in it; `start` is where the store itself starts.
+    """
 
     source: str
     document: int
@@ -45,6 +49,24 @@ class Result:
     warnings_are_errors: bool = False
     node: yaml.Node | None = None
     origin: str | None = None
+    start: Position = _START
+
+    @classmethod
+    def placed(
+        cls,
+        source: str,
+        document: int,
+        checked: ManifestVerdict,
+        warnings_are_errors: bool,
+        node: yaml.Node | None,
+        origin: str | None,
+    ) -> Result:
+        """The result, holding on to `node` only if a problem or warning needs a position."""
+        start = _START if node is None else locate(node, "")
+        verdict = checked.verdict
+        if verdict.valid and not verdict.warnings:
+            node = None
+        return cls(source, document, checked, warnings_are_errors, node, origin, start)
 
     @property
     def valid(self) -> bool:
@@ -52,9 +74,9 @@ class Result:
         return verdict.valid and not (self.warnings_are_errors and verdict.warnings)
 
     def position(self, field_path: str, *, at_key: bool = False) -> Position:
-        """Where `field_path` starts (`""`: the document itself); 1:1 without a node tree."""
+        """Where `field_path` starts (`""`: the store itself); its start without a node tree."""
         if self.node is None:
-            return _START
+            return self.start
         return locate(self.node, field_path, at_key=at_key)
 
     def problem_entries(self) -> list[Entry]:

@@ -21,10 +21,10 @@ def test_each_change_is_a_warning_at_the_new_manifest(tmp_path: Path) -> None:
     result = run(str(new), "--previous", str(old))
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
-        f'{new}:1: agents/support-feedback: spec: warning: score "thumbs" dataType '
-        "BOOLEAN -> NUMERIC: BOOLEAN values sent for it no longer match",
-        f'{new}:1: agents/support-feedback: spec: warning: score "tone" removed from human: '
-        'the gateway rejects "tone" from now on',
+        f"{new}:10:17: agents/support-feedback: spec.human.scores[0].dataType: warning: "
+        'score "thumbs" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it no longer match',
+        f"{new}:9:5: agents/support-feedback: spec.human.scores: warning: "
+        'score "tone" removed from human: the gateway rejects "tone" from now on',
         SUMMARY,
     ]
 
@@ -43,7 +43,7 @@ def test_a_store_deleted_outright_is_a_warning_of_its_own(tmp_path: Path) -> Non
     result = run(str(new), "--previous", str(old))
     assert result.returncode == 0
     assert result.stdout.splitlines() == [
-        f"{old}:2: agents/other: warning: FeedbackStore deleted: the agents that reference it "
+        f"{old}:16:1: agents/other: warning: FeedbackStore deleted: the agents that reference it "
         "lose their store, and its scores their gate",
         SUMMARY,
     ]
@@ -55,8 +55,8 @@ def test_the_previous_manifests_may_come_from_stdin_and_a_directory(tmp_path: Pa
         b"tone", b"mood"))  # fmt: skip
     assert result.returncode == 0
     assert result.stdout.splitlines() == [
-        '-:1: agents/support-feedback: spec: warning: score "tone" renamed to "mood" in human: '
-        'the gateway rejects "tone" from now on',
+        '-:11:13: agents/support-feedback: spec.human.scores[1].name: warning: score "tone" '
+        'renamed to "mood" in human: the gateway rejects "tone" from now on',
         SUMMARY,
     ]
 

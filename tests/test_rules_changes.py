@@ -10,7 +10,7 @@ import pytest
 
 from tests.admission_support.reviews import valid_spec
 from webhook.rules.change_messages import change_sentence, in_use_headline, with_users
-from webhook.rules.changes import HUMAN, Change, ChangeKind, spec_changes
+from webhook.rules.changes import HUMAN, Change, ChangeKind, changed_field, spec_changes
 
 K = ChangeKind
 
@@ -337,3 +337,39 @@ def test_the_in_use_headline_names_as_many_agents_as_fit() -> None:
     text = in_use_headline('"support-feedback"', 40, AGENTS)
     assert text.endswith(": support-agent, billing-agent and 38 more")
     assert len(text) <= 120
+
+
+FIELDS = [
+    pytest.param(edited(mode="Monitor"), ["spec.mode"], id="a mode at spec.mode"),
+    pytest.param(
+        edited(human=human(TONE)), ["spec.human.scores"], id="a removed score at its list"
+    ),
+    pytest.param(
+        edited(human=human({**THUMBS, "name": "thumbs-up"}, TONE)),
+        ["spec.human.scores[0].name"],
+        id="a renamed score at its new name",
+    ),
+    pytest.param(
+        edited(human=human(TONE, {**THUMBS, "dataType": "NUMERIC"})),
+        ["spec.human.scores[1].dataType"],
+        id="a retyped score at its dataType, where it stands now",
+    ),
+    pytest.param(
+        edited(external=[NPS, channel("thumbs-webhook", "thumbs", "BOOLEAN")], human=human(TONE)),
+        ["spec.external", "spec.external[1].score"],
+        id="a channel gone at the list; a score moved to a channel at that channel's score",
+    ),
+    pytest.param(
+        edited(external=[channel("csat-survey", "csat"), NPS]),
+        ["spec.external[0].name"],
+        id="a renamed channel at its new name",
+    ),
+]
+
+
+@pytest.mark.parametrize(("new", "fields"), FIELDS)
+def test_each_change_shows_at_a_field_of_the_new_spec(
+    new: dict[str, Any], fields: list[str]
+) -> None:
+    """Where the CLI puts each change's position (`validate --previous`)."""
+    assert [changed_field(c, new) for c in spec_changes(base(), new)] == fields

@@ -3,8 +3,9 @@
 The previous versions (for example a checkout of the target branch) are read
 like the manifests themselves; every FeedbackStore present in both, matched by
 namespace and name, is compared with the same pure function the webhook uses
-on UPDATE (`webhook.rules.changes`), and said with the same sentences. A store
-present before and gone now is a warning of its own.
+on UPDATE (`webhook.rules.changes`), and said with the same sentences, at the
+changed value in the new manifest. A store present before and gone now is a
+warning of its own, where it stood in the previous one.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+import yaml
+
 from webhook.cli.manifest_files import Document, ReadError, objects, read_all
+from webhook.cli.positions import Position, locate
 from webhook.rules.change_messages import change_sentence
-from webhook.rules.changes import spec_changes
+from webhook.rules.changes import changed_field, spec_changes
 from webhook.rules.manifest import is_feedbackstore
 
 DELETED: Final = (
@@ -26,9 +30,9 @@ DELETED: Final = (
 def change_lines(
     current: Sequence[Document], previous: Sequence[str]
 ) -> tuple[list[str], list[ReadError]]:
-    """One `source:doc: ns/name: spec: warning: ...` line per change from the `previous` paths
-    to the `current` documents (as `validate` read them: stdin is read once), and the
-    unreadable previous inputs."""
+    """One `FILE:LINE:COL: ns/name: field: warning: ...` line per change from the `previous`
+    paths to the `current` documents (as `validate` read them: stdin is read once), at the
+    changed value, and the unreadable previous inputs."""
     now = _by_label(current)
     read: list[Document] = []
     errors: list[ReadError] = []
@@ -38,27 +42,33 @@ def change_lines(
         else:
             read.append(each)
     lines: list[str] = []
-    for label, (old_document, old) in _by_label(read).items():
+    for label, (old_document, old_node, old) in _by_label(read).items():
         if label not in now:
-            lines.append(f"{_where(old_document, label)}: warning: {DELETED}")
+            lines.append(f"{_where(old_document, old_node, '')}: {label}: warning: {DELETED}")
             continue
-        document, new = now[label]
-        for change in spec_changes(old.get("spec"), new.get("spec")):
-            lines.append(f"{_where(document, label)}: spec: warning: {change_sentence(change)}")
+        document, node, new = now[label]
+        spec = new.get("spec")
+        for change in spec_changes(old.get("spec"), spec):
+            field = changed_field(change, spec)
+            sentence = change_sentence(change)
+            lines.append(f"{_where(document, node, field)}: {label}: {field}: warning: {sentence}")
     return lines, errors
 
 
-def _where(document: Document, label: str) -> str:
-    return f"{document.source}:{document.index}: {label}"
+def _where(document: Document, node: yaml.Node | None, field: str) -> str:
+    place = Position(1, 1) if node is None else locate(node, field)
+    return f"{document.source}:{place.line}:{place.column}"
 
 
-def _by_label(documents: Sequence[Document]) -> dict[str, tuple[Document, dict[str, Any]]]:
-    """Each named FeedbackStore by `namespace/name` (the first of a name wins)."""
-    found: dict[str, tuple[Document, dict[str, Any]]] = {}
+def _by_label(
+    documents: Sequence[Document],
+) -> dict[str, tuple[Document, yaml.Node | None, dict[str, Any]]]:
+    """Each named FeedbackStore by `namespace/name` (the first of a name wins), with its node."""
+    found: dict[str, tuple[Document, yaml.Node | None, dict[str, Any]]] = {}
     for document in documents:
-        for store, _ in objects(document.content, None):
+        for store, node in objects(document.content, document.node):
             if isinstance(store, dict) and is_feedbackstore(store) and (label := _label(store)):
-                found.setdefault(label, (document, store))
+                found.setdefault(label, (document, node, store))
     return found
 
 

@@ -8,7 +8,6 @@ checked and reported.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from typing import Any
 
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from webhook.cli.manifest_files import ReadError, objects, read_all
 
     report = Report()
-    current: list[Document] = []  # for --previous: what was read, without node trees
+    current: list[Document] = []  # for --previous: what was read
     for read in read_all(args.paths):
         if isinstance(read, ReadError):
             report.errors.append(read)
@@ -69,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         for content, node in objects(read.content, read.node):
             _check(read, content, node, report, args.warnings_as_errors)
         if args.previous:
-            current.append(dataclasses.replace(read, node=None))
+            current.append(read)
     changes: list[str] | None = None
     if args.previous:
         from webhook.cli.previous import change_lines

@@ -57,6 +57,7 @@ class _Score(NamedTuple):
     name: str
     data_type: str
     source: str
+    path: str  # where it is declared: spec.human.scores[i] or spec.external[j].score
 
 
 class _View(NamedTuple):
@@ -88,6 +89,29 @@ def spec_changes(old_spec: object, new_spec: object) -> tuple[Change, ...]:
         )
         changes += _score_changes(moved, new, renames.get(score.name), enforce)
     return tuple(changes)
+
+
+def changed_field(change: Change, new_spec: object) -> str:
+    """The field path of `new_spec` where `change` shows, for a position (the CLI's).
+
+    What is gone is shown at the list that no longer holds it.
+    """
+    new = _view(new_spec)
+    now = new.scores.get(change.new_name or change.name)
+    kind = change.kind
+    if kind in (ChangeKind.MODE_ENFORCED, ChangeKind.MODE_MONITORED):
+        return "spec.mode"
+    if kind is ChangeKind.CHANNEL_RENAMED:
+        return new.channels[change.new_name].path.removesuffix(".score") + ".name"
+    if kind is ChangeKind.SCORE_RENAMED and now is not None:
+        return f"{now.path}.name"
+    if kind is ChangeKind.DATA_TYPE_CHANGED and now is not None:
+        return f"{now.path}.dataType"
+    if kind is ChangeKind.SCORE_MOVED and now is not None:
+        return now.path
+    if change.source == HUMAN and kind is not ChangeKind.CHANNEL_REMOVED:
+        return "spec.human.scores"
+    return "spec.external"
 
 
 def _channel_changes(
@@ -154,13 +178,19 @@ def _view(spec: object) -> _View:
     mode = spec.get("mode")
     human = spec.get("human")
     entries = human.get("scores") if isinstance(human, dict) else None
-    declared = tuple(s for s in (_score(e, HUMAN) for e in _items(entries)) if s is not None)
+    declared = tuple(
+        s
+        for s in (
+            _score(e, HUMAN, f"spec.human.scores[{i}]") for i, e in enumerate(_items(entries))
+        )
+        if s is not None
+    )
     channels: dict[str, _Score] = {}
-    for channel in _items(spec.get("external")):
+    for index, channel in enumerate(_items(spec.get("external"))):
         name = channel.get("name") if isinstance(channel, dict) else None
         if not isinstance(name, str) or not name or name in channels:
             continue
-        score = _score(channel.get("score"), name)
+        score = _score(channel.get("score"), name, f"spec.external[{index}].score")
         if score is not None:
             channels[name] = score
     scores: dict[str, _Score] = {}
@@ -173,9 +203,10 @@ def _items(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _score(entry: object, source: str) -> _Score | None:
+def _score(entry: object, source: str, path: str) -> _Score | None:
     name = entry.get("name") if isinstance(entry, dict) else None
     if not isinstance(name, str) or not name or not isinstance(entry, dict):
         return None
     data_type = entry.get("dataType")
-    return _Score(name, data_type if isinstance(data_type, str) else api.DEFAULT_DATA_TYPE, source)
+    known = data_type if isinstance(data_type, str) else api.DEFAULT_DATA_TYPE
+    return _Score(name, known, source, path)

@@ -82,19 +82,6 @@ class ObjectCache:
         with self._lock:
             self._objects.pop(key, None)
 
-    def replace(self, objects: dict[Key, dict[str, Any]]) -> list[Key]:
-        """Swap in a fresh list; returns the keys that vanished (deleted while we were away)."""
-        for obj in objects.values():
-            trimmed(obj)
-        with self._lock:
-            gone = [key for key in self._objects if key not in objects]
-            self._objects = dict(objects)
-            return gone
-
     def snapshot(self) -> list[Key]:
         with self._lock:
             return list(self._objects)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._objects)

@@ -25,7 +25,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import urllib3
@@ -63,30 +62,27 @@ class InformerMetrics(Protocol):
     watch_restarts: Counter
 
 
-@dataclass(frozen=True, slots=True)
-class EventHandlers:
-    """What the owner does with each change, as client-go's `ResourceEventHandlerFuncs`.
+class Informer:
+    """List and watch one collection, telling the owner of each change through two handlers.
 
-    `on_add` and `on_update` get the key and the object as the server sent it
-    (the owner's to keep); `on_delete` the key of an object that is gone,
-    including one deleted while the watch was away (found on relist).
+    `on_change` gets the key and the object as the server sent it (the owner's
+    to keep), whether listed, added or modified: both owners do the same with
+    each, so client-go's separate add and update handlers are one here.
+    `on_delete` gets the key of an object that is gone, including one deleted
+    while the watch was away (found on relist).
     """
 
-    on_add: Callable[[Key, dict[str, Any]], None]
-    on_update: Callable[[Key, dict[str, Any]], None]
-    on_delete: Callable[[Key], None]
-
-
-class Informer:
     def __init__(
         self,
         api: CollectionApi,
-        handlers: EventHandlers,
+        on_change: Callable[[Key, dict[str, Any]], None],
+        on_delete: Callable[[Key], None],
         metrics: InformerMetrics,
         settings: InformerSettings | None = None,
     ) -> None:
         self._api = api
-        self._handlers = handlers
+        self._on_change = on_change
+        self._on_delete = on_delete
         self._metrics = metrics
         self._settings = settings or InformerSettings()
         # The keys the handlers have been told of: what a relist compares against.
@@ -132,11 +128,11 @@ class Informer:
             key = object_key(item)
             if key is not None:
                 fresh[key] = item
-        for gone in [key for key in self._known if key not in fresh]:
-            self._known.discard(gone)
-            self._handlers.on_delete(gone)
+        for gone in self._known - fresh.keys():
+            self._on_delete(gone)
+        self._known = set(fresh)
         for key, item in fresh.items():
-            self._deliver(key, item)
+            self._on_change(key, item)
         self._metrics.lists.inc()
         self._metrics.objects.set(len(fresh))
         self._backoff.reset()
@@ -222,17 +218,11 @@ class Informer:
             )
         if event.type == "DELETED":
             self._known.discard(key)
-            self._handlers.on_delete(key)
-        else:
-            self._deliver(key, obj)
-        self._metrics.objects.set(len(self._known))
-
-    def _deliver(self, key: Key, obj: dict[str, Any]) -> None:
-        if key in self._known:
-            self._handlers.on_update(key, obj)
+            self._on_delete(key)
         else:
             self._known.add(key)
-            self._handlers.on_add(key, obj)
+            self._on_change(key, obj)
+        self._metrics.objects.set(len(self._known))
 
     def _relist(self) -> None:
         self._version = None

@@ -96,10 +96,6 @@ class WorkQueue(Generic[K]):
             self._shut = True
             self._cond.notify_all()
 
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._queue) + len(self._delayed)
-
     def _add_locked(self, key: K) -> None:
         if self._shut or key in self._dirty:
             return

@@ -36,11 +36,6 @@ class StatusPlan:
     verdict: Verdict
     needed: bool
 
-    @property
-    def flipped(self) -> bool:
-        """True when `status` changes (including from no condition at all)."""
-        return self.previous is None or self.previous.get("status") != self.condition["status"]
-
 
 def verdict_fields(verdict: Verdict) -> tuple[str, str, str]:
     """`(status, reason, message)` for a verdict, the message bounded for the API."""

@@ -69,7 +69,8 @@ class Informer:
     to keep), whether listed, added or modified: both owners do the same with
     each, so client-go's separate add and update handlers are one here.
     `on_delete` gets the key of an object that is gone, including one deleted
-    while the watch was away (found on relist).
+    while the watch was away (found on relist). `on_synced` runs once, after
+    the first list has been handed over.
     """
 
     def __init__(
@@ -79,10 +80,12 @@ class Informer:
         on_delete: Callable[[Key], None],
         metrics: InformerMetrics,
         settings: InformerSettings | None = None,
+        on_synced: Callable[[], None] = lambda: None,
     ) -> None:
         self._api = api
         self._on_change = on_change
         self._on_delete = on_delete
+        self._on_synced = on_synced
         self._metrics = metrics
         self._settings = settings or InformerSettings()
         # The keys the handlers have been told of: what a relist compares against.
@@ -103,11 +106,17 @@ class Informer:
                 if self._version is None:
                     self._version = self._list()
                 self._watch(self._version)
-            except ResourceExpiredError:
-                self._relist()
-            except Exception as error:  # any failure: back off, never die
-                if status_code(error) == http.HTTPStatus.GONE:
-                    self._relist()
+            except Exception as error:  # any failure: relist on 410, else back off; never die
+                if (
+                    isinstance(error, ResourceExpiredError)
+                    or status_code(error) == http.HTTPStatus.GONE
+                ):
+                    self._version = None
+                    self._metrics.watch_restarts.labels("gone").inc()
+                    log.info(
+                        "resourceVersion expired (410 Gone); relisting",
+                        extra={"fields": {"reason": "gone"}},
+                    )
                 else:
                     self._fail(error)
 
@@ -136,7 +145,9 @@ class Informer:
         self._metrics.lists.inc()
         self._metrics.objects.set(len(fresh))
         self._backoff.reset()
-        self.synced.set()
+        if not self.synced.is_set():
+            self.synced.set()
+            self._on_synced()
         log.info(
             "listed",
             extra={
@@ -224,25 +235,16 @@ class Informer:
             self._on_change(key, obj)
         self._metrics.objects.set(len(self._known))
 
-    def _relist(self) -> None:
-        self._version = None
-        self._restart("gone", "resourceVersion expired (410 Gone); relisting")
-
-    def _restart(self, reason: str, message: str) -> None:
-        self._metrics.watch_restarts.labels(reason).inc()
-        log.info(message, extra={"fields": {"reason": reason}})
-
     def _fail(self, error: Exception) -> None:
-        code = status_code(error)
         if self._stop.is_set():
             return
         delay = max(self._backoff.next_delay(), retry_after(error))
-        self._restart("error", "list/watch failed; retrying after backoff")
+        self._metrics.watch_restarts.labels("error").inc()
         log.warning(
             "list/watch failed",
             extra={
                 "fields": {
-                    "status": code,
+                    "status": status_code(error),
                     "error": f"{type(error).__name__}: {error}"[:500],
                     "retry_in": round(delay, 3),
                     "transport": isinstance(error, TRANSPORT_ERRORS),

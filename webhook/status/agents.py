@@ -64,6 +64,7 @@ class AgentView:
             self._unlink,
             WriterMetrics(),
             settings,
+            on_synced=self._synced,
         )
 
     def _link(self, agent: Key, obj: dict[str, Any]) -> None:
@@ -97,9 +98,6 @@ class AgentView:
             if served:
                 self._not_served = False
                 log.info("in-use protection on: watching AgentDeployments")
-                threading.Thread(
-                    target=self._replan_once_synced, name="status-agents-synced", daemon=True
-                ).start()
                 self.informer.run()
                 return
             if not announced:
@@ -122,15 +120,12 @@ class AgentView:
             self._not_served = True
             self._replan()
 
-    def _replan_once_synced(self) -> None:
+    def _synced(self) -> None:
         """Once the first list is in, every store is planned again on the full view.
 
         The stores the list touched are queued by the index already; this is for
         the others, such as a store whose last agent went while no writer ran and
         which still carries our finalizer.
         """
-        while not self._stop.is_set():
-            if self.informer.synced.wait(1.0):
-                log.info("AgentDeployments synced; planning every store again")
-                self._replan()
-                return
+        log.info("AgentDeployments synced; planning every store again")
+        self._replan()

@@ -130,7 +130,7 @@ class Informer:
                 response.shutdown()
 
     def _list(self) -> str:
-        listed = self._api.list(self._settings.page_size)
+        listed = self._api.list()
         version = listed.resource_version
         fresh: dict[Key, dict[str, Any]] = {}
         for item in listed.items:

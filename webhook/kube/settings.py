@@ -38,6 +38,4 @@ class InformerSettings:
     watch_timeout_seconds: int = 300
     backoff_initial: float = 0.8
     backoff_cap: float = 30.0
-    # Objects per list request (client-go's pager default); None lists everything at once.
-    page_size: int | None = PAGE_SIZE
     rng: random.Random = field(default_factory=random.Random)

@@ -82,7 +82,7 @@ class StatusController:
             self._store,
             self._forget,
             self.metrics,
-            settings.informer(page_size=settings.list_page_size),
+            settings.informer(),
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

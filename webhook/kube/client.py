@@ -118,13 +118,11 @@ class CollectionApi:
     def served(self) -> bool:
         """Whether the resource is served: a one-item list, 404 when it is not."""
         try:
-            response = self._collection(limit=1, _request_timeout=LIST_TIMEOUT)
+            self.list_page(1, None)
         except Exception as error:
             if status_code(error) == http.HTTPStatus.NOT_FOUND:
                 return False
             raise
-        response.drain_conn()
-        response.release_conn()
         return True
 
     def watch(

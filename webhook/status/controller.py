@@ -78,11 +78,7 @@ class StatusController:
             self.agents.view,
         )
         self.informer = Informer(
-            stores,
-            self._store,
-            self._forget,
-            self.metrics,
-            settings.informer(),
+            stores, self._store, self._forget, self.metrics, settings.informer()
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

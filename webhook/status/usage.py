@@ -27,7 +27,7 @@ from webhook.kube.objects import (
     deletion_in_progress,
     find_condition,
     has_finalizer,
-    transition_time,
+    make_condition,
 )
 from webhook.rules import api, inuse
 from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
@@ -161,14 +161,7 @@ def plan_usage(store: dict[str, Any], view: View, now: datetime) -> UsagePlan:
         return UsagePlan(previous, previous, False, None)
     if view is NOT_SERVED and previous is None:
         return UsagePlan(None, None, False, _finalizer(store, ()))
-    status, reason, message = in_use_fields(store, view)
-    condition: dict[str, Any] = {
-        "type": inuse.CONDITION_TYPE,
-        "status": status,
-        "reason": reason,
-        "message": message,
-    }
-    condition["lastTransitionTime"] = transition_time(previous, status, now)
+    condition = make_condition(inuse.CONDITION_TYPE, in_use_fields(store, view), previous, now)
     needed = condition_changed(previous, condition, _COMPARED)
     holders = () if view is NOT_SERVED else view
     return UsagePlan(condition, previous, needed, _finalizer(store, holders))

@@ -199,7 +199,7 @@ class Informer:
             self._stop.wait(self._backoff.next_delay())
 
     def _apply(self, event: WatchEvent) -> None:
-        """Fold one event into the cache and queue, and move the resourceVersion on."""
+        """Hand one event to the handlers and move the resourceVersion on."""
         self._metrics.watch_events.labels(event.type).inc()
         obj = event.object
         if event.type == "ERROR":

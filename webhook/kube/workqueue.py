@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from webhook.kube.backoff import backoff_delay
+from webhook.kube.backoff import Backoff
 
 K = TypeVar("K", bound=Hashable)
 
@@ -32,7 +32,8 @@ class WorkQueue(Generic[K]):
         self._processing: set[K] = set()
         self._delayed: list[tuple[float, int, K]] = []
         self._sequence = itertools.count()
-        self._failures: dict[K, int] = {}
+        # Per key: the failures in a row so far, as one `Backoff` each.
+        self._failures: dict[K, Backoff] = {}
         self._retry_initial = retry_initial
         self._retry_cap = retry_cap
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not secrets
@@ -55,10 +56,11 @@ class WorkQueue(Generic[K]):
     def add_rate_limited(self, key: K, at_least: float = 0.0) -> float:
         """Queue `key` after its own backoff (it failed again); returns the delay chosen."""
         with self._cond:
-            failures = self._failures.get(key, 0)
-            self._failures[key] = failures + 1
-            draw = self._rng.random()
-        delay = max(at_least, backoff_delay(failures, self._retry_initial, self._retry_cap, draw))
+            backoff = self._failures.get(key)
+            if backoff is None:
+                backoff = Backoff(self._retry_initial, self._retry_cap, self._rng)
+                self._failures[key] = backoff
+            delay = max(at_least, backoff.next_delay())
         self.add_after(key, delay)
         return delay
 

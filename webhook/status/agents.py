@@ -84,7 +84,6 @@ class AgentView:
 
     def run(self) -> None:
         """Thread target: wait until the resource is served, then list and watch it."""
-        announced = False
         while not self._stop.is_set():
             try:
                 served = self._api.served()
@@ -100,25 +99,19 @@ class AgentView:
                 log.info("in-use protection on: watching AgentDeployments")
                 self.informer.run()
                 return
-            if not announced:
+            if not self._not_served:  # said once; every store planned again (a stale InUse)
                 log.info(
                     "in-use protection off: AgentDeployments are not served; looking again "
                     f"every {self._recheck:g} s",
                     extra={"fields": {"resource": f"{inuse.AGENT_PLURAL}.{inuse.AGENT_GROUP}"}},
                 )
-                announced = True
-            self._mark_not_served()
+                self._not_served = True
+                self._replan()
             self._stop.wait(self._recheck)
 
     def stop(self) -> None:
         self._stop.set()
         self.informer.stop()
-
-    def _mark_not_served(self) -> None:
-        """The first time: every store is planned again (a stale `InUse` corrected)."""
-        if not self._not_served:
-            self._not_served = True
-            self._replan()
 
     def _synced(self) -> None:
         """Once the first list is in, every store is planned again on the full view.

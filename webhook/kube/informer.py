@@ -145,9 +145,8 @@ class Informer:
         self._metrics.lists.inc()
         self._metrics.objects.set(len(fresh))
         self._backoff.reset()
-        if not self.synced.is_set():
-            self.synced.set()
-            self._on_synced()
+        first = not self.synced.is_set()
+        self.synced.set()
         log.info(
             "listed",
             extra={
@@ -159,6 +158,8 @@ class Informer:
                 }
             },
         )
+        if first:
+            self._on_synced()
         return version
 
     def _watch(self, version: str) -> None:

@@ -1,4 +1,4 @@
-"""Reading a decoded object's conditions, finalizers and deletion, each stated once.
+"""Reading an object's conditions, finalizers and deletion, and building a condition, once.
 
 Tolerant of any shape: what the API server sends is trusted for nothing, and an
 object that lacks a field simply lacks it. `lastTransitionTime` follows

@@ -114,12 +114,7 @@ class WorkQueue(Generic[K]):
 
     def _wait_locked(self, deadline: float | None) -> float | None:
         """How long to sleep: until the next delayed key or the deadline, whichever is first."""
-        now = time.monotonic()
-        candidates: list[float] = []
-        if self._delayed:
-            candidates.append(self._delayed[0][0] - now)
+        due = [self._delayed[0][0]] if self._delayed else []
         if deadline is not None:
-            candidates.append(deadline - now)
-        if not candidates:
-            return None
-        return max(min(candidates), 0.0)
+            due.append(deadline)
+        return max(min(due) - time.monotonic(), 0.0) if due else None

@@ -12,6 +12,9 @@ from typing import Final
 
 # Objects per list request: client-go's pager `defaultPageSize`.
 PAGE_SIZE: Final = 500
+# A work-queue key's retries: from this delay, doubling per failure, up to the cap.
+RETRY_INITIAL: Final = 0.05
+RETRY_CAP: Final = 30.0
 
 
 @dataclass(slots=True)

@@ -18,13 +18,17 @@ from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from webhook.kube.backoff import Backoff
+from webhook.kube.settings import RETRY_CAP, RETRY_INITIAL
 
 K = TypeVar("K", bound=Hashable)
 
 
 class WorkQueue(Generic[K]):
     def __init__(
-        self, retry_initial: float = 0.05, retry_cap: float = 30.0, rng: random.Random | None = None
+        self,
+        retry_initial: float = RETRY_INITIAL,
+        retry_cap: float = RETRY_CAP,
+        rng: random.Random | None = None,
     ) -> None:
         self._cond = threading.Condition()
         self._queue: deque[K] = deque()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from webhook.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
-from webhook.kube.settings import ElectionSettings, InformerSettings
+from webhook.kube.settings import RETRY_CAP, RETRY_INITIAL, ElectionSettings, InformerSettings
 
 # The Lease replicas elect a writer through, unless told otherwise; the shipped Role names it.
 LEASE_NAME: Final = "feedbackstore-status-writer"
@@ -48,8 +48,8 @@ class WriterSettings:
     retry_period: float = _ELECTION.retry_period
     backoff_initial: float = _INFORMER.backoff_initial
     backoff_cap: float = _INFORMER.backoff_cap
-    retry_initial: float = 0.05
-    retry_cap: float = 30.0
+    retry_initial: float = RETRY_INITIAL
+    retry_cap: float = RETRY_CAP
     # Client-side rate limit on every request but watches (ratelimit.py); qps 0: none.
     qps: float = DEFAULT_QPS
     burst: int = DEFAULT_BURST

@@ -29,7 +29,7 @@ def test_every_way_in_drops_managed_fields_and_keeps_the_rest() -> None:
     cache = ObjectCache()
     listed, watched, written = store("a", "1"), store("b", "2"), store("b", "3")
     expected = [without_managed_fields(o) for o in (listed, watched, written)]
-    cache.replace({("ns", "a"): listed})
+    cache.put(("ns", "a"), listed)
     cache.put(("ns", "b"), watched)
     assert cache.put_if_unchanged(("ns", "b"), "2", written)
     assert cache.get(("ns", "a")) == expected[0]

@@ -55,9 +55,6 @@ def test_the_index_says_which_stores_each_change_touched() -> None:
     assert index.remove((NS, "a2")) == {(NS, "s1")}
     assert index.holders((NS, "s1")) == ()
     assert index.remove((NS, "a2")) == set()
-    # a fresh list: a1 gone, a3 new
-    assert index.replace({(NS, "a3"): (NS, "s1"), (NS, "a4"): None}) == {(NS, "s1"), (NS, "s2")}
-    assert (index.holders((NS, "s1")), index.holders((NS, "s2"))) == (("a3",), ())
 
 
 def test_same_names_in_other_namespaces_are_other_objects() -> None:

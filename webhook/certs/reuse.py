@@ -26,41 +26,36 @@ _RENEW_FRACTION = 3
 _RENEW_AT_MOST = dt.timedelta(days=30)
 
 
-def load_certificate(pem: bytes | None) -> x509.Certificate | None:
-    if pem is None:
-        return None
-    try:
-        return x509.load_pem_x509_certificate(pem)
-    except ValueError:
-        return None
+def load_pair(
+    cert_pem: bytes | None, key_pem: bytes | None, key_type: KeyType | None
+) -> tuple[x509.Certificate, PrivateKey] | None:
+    """A certificate and the key it was issued for, both readable and of `key_type` if given.
 
-
-def load_private_key(pem: bytes | None) -> PrivateKey | None:
-    if pem is None:
-        return None
+    The first test any pair on disk must pass, CA or serving; anything else
+    (absent, unreadable, another key, another type) is reissued.
+    """
     try:
-        key = serialization.load_pem_private_key(pem, password=None)
+        cert = x509.load_pem_x509_certificate(cert_pem or b"")
+        key = serialization.load_pem_private_key(key_pem or b"", password=None)
     except (ValueError, TypeError):
         return None
-    return key if isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey) else None
-
-
-def key_type_of(key: PrivateKey) -> KeyType:
-    return KeyType.RSA if isinstance(key, rsa.RSAPrivateKey) else KeyType.ECDSA
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        return None
+    if cert.public_key() != key.public_key():
+        return None
+    if key_type is not None and key_type is not _key_type_of(key):
+        return None
+    return cert, key
 
 
 def usable_authority(
     cert_pem: bytes | None, key_pem: bytes | None, key_type: KeyType | None, now: dt.datetime
 ) -> Authority | None:
     """The CA on disk if it is a CA, matches its key and type, and is not near expiry."""
-    cert, key = load_certificate(cert_pem), load_private_key(key_pem)
-    if cert is None or key is None or not _key_matches(cert, key):
+    pair = load_pair(cert_pem, key_pem, key_type)
+    if pair is None or not _is_ca(pair[0]) or not is_fresh(pair[0], now):
         return None
-    if key_type is not None and key_type_of(key) != key_type:
-        return None
-    if not _is_ca(cert) or not is_fresh(cert, now):
-        return None
-    return Authority(cert, key)
+    return Authority(*pair)
 
 
 def serving_reusable(
@@ -72,11 +67,10 @@ def serving_reusable(
     now: dt.datetime,
 ) -> bool:
     """True when the serving pair on disk is signed by `ca`, covers `hosts` and is fresh."""
-    cert, key = load_certificate(cert_pem), load_private_key(key_pem)
-    if cert is None or key is None or not _key_matches(cert, key):
+    pair = load_pair(cert_pem, key_pem, key_type)
+    if pair is None:
         return False
-    if key_type is not None and key_type_of(key) != key_type:
-        return False
+    cert = pair[0]
     return issued_by(cert, ca) and covers(cert, hosts) and is_fresh(cert, now)
 
 
@@ -125,5 +119,5 @@ def _is_ca(cert: x509.Certificate) -> bool:
         return False
 
 
-def _key_matches(cert: x509.Certificate, key: PrivateKey) -> bool:
-    return bool(cert.public_key() == key.public_key())
+def _key_type_of(key: PrivateKey) -> KeyType:
+    return KeyType.RSA if isinstance(key, rsa.RSAPrivateKey) else KeyType.ECDSA

@@ -24,10 +24,13 @@ def backoff_delay(attempt: int, initial: float, cap: float, draw: float) -> floa
 
 @dataclass(slots=True)
 class Backoff:
-    """A backoff that remembers how many failures in a row it has seen."""
+    """A backoff that remembers how many failures in a row it has seen.
 
-    initial: float = 0.8
-    cap: float = 30.0
+    No defaults of its own: each owner's settings state its figures once.
+    """
+
+    initial: float
+    cap: float
     rng: random.Random = field(default_factory=random.Random)
     attempt: int = 0
 

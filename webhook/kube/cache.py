@@ -38,9 +38,9 @@ def trimmed(obj: dict[str, Any]) -> dict[str, Any]:
     Server-side apply needs no managedFields from the client, and planning
     reads only spec, generation, finalizers and conditions; yet managedFields
     are more than half of a decoded FeedbackStore (measured against the real
-    kube-apiserver at 10,000 stores: 59.9 MiB decoded, 26.8 MiB without them;
-    bench/README.md). Dropped at the cache's door, as controller-runtime's
-    `TransformStripManagedFields` does; the object is ours (freshly decoded).
+    kube-apiserver at 10,000 stores, bench/README.md). Dropped at the cache's
+    door, as controller-runtime's `TransformStripManagedFields` does; the
+    object is ours (freshly decoded).
     """
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
@@ -82,19 +82,6 @@ class ObjectCache:
         with self._lock:
             self._objects.pop(key, None)
 
-    def replace(self, objects: dict[Key, dict[str, Any]]) -> list[Key]:
-        """Swap in a fresh list; returns the keys that vanished (deleted while we were away)."""
-        for obj in objects.values():
-            trimmed(obj)
-        with self._lock:
-            gone = [key for key in self._objects if key not in objects]
-            self._objects = dict(objects)
-            return gone
-
     def snapshot(self) -> list[Key]:
         with self._lock:
             return list(self._objects)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._objects)

@@ -12,7 +12,6 @@ Everything goes through `CustomObjectsApi` with plain dict bodies, on purpose:
 from __future__ import annotations
 
 import http
-from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
@@ -119,13 +118,11 @@ class CollectionApi:
     def served(self) -> bool:
         """Whether the resource is served: a one-item list, 404 when it is not."""
         try:
-            response = self._collection(limit=1, _request_timeout=LIST_TIMEOUT)
+            self.list_page(1, None)
         except Exception as error:
             if status_code(error) == http.HTTPStatus.NOT_FOUND:
                 return False
             raise
-        response.drain_conn()
-        response.release_conn()
         return True
 
     def watch(
@@ -166,15 +163,17 @@ class LeaseApi:
         self._api = CustomObjectsApi(api_client)
         self.namespace = namespace
         self.name = name
-        self._field_manager = field_manager
+        # Group, version, namespace and plural: where every call finds the Lease.
+        self._where = (LEASE_GROUP, LEASE_VERSION, namespace, LEASES)
+        self._options: dict[str, Any] = {"_preload_content": False}
+        self._options["_request_timeout"] = REQUEST_TIMEOUT
+        if field_manager is not None:
+            self._options["field_manager"] = field_manager
 
     def get(self) -> dict[str, Any] | None:
         try:
             response = self._api.get_namespaced_custom_object(
-                *self._collection(),
-                self.name,
-                _preload_content=False,
-                _request_timeout=REQUEST_TIMEOUT,
+                *self._where, self.name, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
             )
         except ApiException as error:
             if error.status == http.HTTPStatus.NOT_FOUND:
@@ -184,22 +183,21 @@ class LeaseApi:
         return result
 
     def create(self, spec: dict[str, Any]) -> dict[str, Any]:
-        return self._write(
-            self._api.create_namespaced_custom_object, *self._collection(), self._body(spec)
+        body = self._body(spec)
+        result: dict[str, Any] = read_json(
+            self._api.create_namespaced_custom_object(*self._where, body, **self._options)
         )
+        return result
 
     def replace(self, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Replace the Lease only if it is still at `resource_version` (else 409)."""
-        return self._write(
-            self._api.replace_namespaced_custom_object,
-            *self._collection(),
-            self.name,
-            self._body(spec, resource_version),
+        body = self._body(spec, resource_version)
+        result: dict[str, Any] = read_json(
+            self._api.replace_namespaced_custom_object(
+                *self._where, self.name, body, **self._options
+            )
         )
-
-    def _collection(self) -> tuple[str, str, str, str]:
-        """Group, version, namespace and plural: where every call finds the Lease."""
-        return LEASE_GROUP, LEASE_VERSION, self.namespace, LEASES
+        return result
 
     def _body(self, spec: dict[str, Any], resource_version: str | None = None) -> dict[str, Any]:
         """The whole Lease, ours by name; with `resource_version`, valid only at that version."""
@@ -212,12 +210,3 @@ class LeaseApi:
             "metadata": metadata,
             "spec": spec,
         }
-
-    def _write(self, call: Callable[..., object], *args: object) -> dict[str, Any]:
-        """A create or replace as our field manager; the Lease the server stored."""
-        options: dict[str, Any] = {}
-        if self._field_manager is not None:
-            options["field_manager"] = self._field_manager
-        response = call(*args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT, **options)
-        result: dict[str, Any] = read_json(response)
-        return result

@@ -25,7 +25,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import urllib3
@@ -63,30 +62,30 @@ class InformerMetrics(Protocol):
     watch_restarts: Counter
 
 
-@dataclass(frozen=True, slots=True)
-class EventHandlers:
-    """What the owner does with each change, as client-go's `ResourceEventHandlerFuncs`.
+class Informer:
+    """List and watch one collection, telling the owner of each change through two handlers.
 
-    `on_add` and `on_update` get the key and the object as the server sent it
-    (the owner's to keep); `on_delete` the key of an object that is gone,
-    including one deleted while the watch was away (found on relist).
+    `on_change` gets the key and the object as the server sent it (the owner's
+    to keep), whether listed, added or modified: both owners do the same with
+    each, so client-go's separate add and update handlers are one here.
+    `on_delete` gets the key of an object that is gone, including one deleted
+    while the watch was away (found on relist). `on_synced` runs once, after
+    the first list has been handed over.
     """
 
-    on_add: Callable[[Key, dict[str, Any]], None]
-    on_update: Callable[[Key, dict[str, Any]], None]
-    on_delete: Callable[[Key], None]
-
-
-class Informer:
     def __init__(
         self,
         api: CollectionApi,
-        handlers: EventHandlers,
+        on_change: Callable[[Key, dict[str, Any]], None],
+        on_delete: Callable[[Key], None],
         metrics: InformerMetrics,
         settings: InformerSettings | None = None,
+        on_synced: Callable[[], None] = lambda: None,
     ) -> None:
         self._api = api
-        self._handlers = handlers
+        self._on_change = on_change
+        self._on_delete = on_delete
+        self._on_synced = on_synced
         self._metrics = metrics
         self._settings = settings or InformerSettings()
         # The keys the handlers have been told of: what a relist compares against.
@@ -107,11 +106,17 @@ class Informer:
                 if self._version is None:
                     self._version = self._list()
                 self._watch(self._version)
-            except ResourceExpiredError:
-                self._relist()
-            except Exception as error:  # any failure: back off, never die
-                if status_code(error) == http.HTTPStatus.GONE:
-                    self._relist()
+            except Exception as error:  # any failure: relist on 410, else back off; never die
+                if (
+                    isinstance(error, ResourceExpiredError)
+                    or status_code(error) == http.HTTPStatus.GONE
+                ):
+                    self._version = None
+                    self._metrics.watch_restarts.labels("gone").inc()
+                    log.info(
+                        "resourceVersion expired (410 Gone); relisting",
+                        extra={"fields": {"reason": "gone"}},
+                    )
                 else:
                     self._fail(error)
 
@@ -125,21 +130,22 @@ class Informer:
                 response.shutdown()
 
     def _list(self) -> str:
-        listed = self._api.list(self._settings.page_size)
+        listed = self._api.list()
         version = listed.resource_version
         fresh: dict[Key, dict[str, Any]] = {}
         for item in listed.items:
             key = object_key(item)
             if key is not None:
                 fresh[key] = item
-        for gone in [key for key in self._known if key not in fresh]:
-            self._known.discard(gone)
-            self._handlers.on_delete(gone)
+        for gone in self._known - fresh.keys():
+            self._on_delete(gone)
+        self._known = set(fresh)
         for key, item in fresh.items():
-            self._deliver(key, item)
+            self._on_change(key, item)
         self._metrics.lists.inc()
         self._metrics.objects.set(len(fresh))
         self._backoff.reset()
+        first = not self.synced.is_set()
         self.synced.set()
         log.info(
             "listed",
@@ -152,6 +158,8 @@ class Informer:
                 }
             },
         )
+        if first:
+            self._on_synced()
         return version
 
     def _watch(self, version: str) -> None:
@@ -192,7 +200,7 @@ class Informer:
             self._stop.wait(self._backoff.next_delay())
 
     def _apply(self, event: WatchEvent) -> None:
-        """Fold one event into the cache and queue, and move the resourceVersion on."""
+        """Hand one event to the handlers and move the resourceVersion on."""
         self._metrics.watch_events.labels(event.type).inc()
         obj = event.object
         if event.type == "ERROR":
@@ -222,37 +230,22 @@ class Informer:
             )
         if event.type == "DELETED":
             self._known.discard(key)
-            self._handlers.on_delete(key)
-        else:
-            self._deliver(key, obj)
-        self._metrics.objects.set(len(self._known))
-
-    def _deliver(self, key: Key, obj: dict[str, Any]) -> None:
-        if key in self._known:
-            self._handlers.on_update(key, obj)
+            self._on_delete(key)
         else:
             self._known.add(key)
-            self._handlers.on_add(key, obj)
-
-    def _relist(self) -> None:
-        self._version = None
-        self._restart("gone", "resourceVersion expired (410 Gone); relisting")
-
-    def _restart(self, reason: str, message: str) -> None:
-        self._metrics.watch_restarts.labels(reason).inc()
-        log.info(message, extra={"fields": {"reason": reason}})
+            self._on_change(key, obj)
+        self._metrics.objects.set(len(self._known))
 
     def _fail(self, error: Exception) -> None:
-        code = status_code(error)
         if self._stop.is_set():
             return
         delay = max(self._backoff.next_delay(), retry_after(error))
-        self._restart("error", "list/watch failed; retrying after backoff")
+        self._metrics.watch_restarts.labels("error").inc()
         log.warning(
             "list/watch failed",
             extra={
                 "fields": {
-                    "status": code,
+                    "status": status_code(error),
                     "error": f"{type(error).__name__}: {error}"[:500],
                     "retry_in": round(delay, 3),
                     "transport": isinstance(error, TRANSPORT_ERRORS),

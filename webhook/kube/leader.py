@@ -227,7 +227,8 @@ class LeaderElector:
                 None, claimed_spec(None, self.identity, settings.lease_duration, utc_now())
             )
         record = read_record(lease)
-        if self._observed is None or _changed(self._observed, record):
+        # Any change to the record restarts the expiry clock, as client-go compares raw records.
+        if self._observed is None or self._observed.spec != record.spec:
             self._observed, self._observed_at = record, self._clock()
         if held_by_other(
             record, self.identity, self._observed_at, self._clock(), settings.lease_duration
@@ -267,7 +268,7 @@ class LeaderElector:
             else:
                 written = self._api.replace(record.resource_version, spec)
         except Exception as error:
-            if status_code(error) in (http.HTTPStatus.CONFLICT,):
+            if status_code(error) == http.HTTPStatus.CONFLICT:
                 return False  # another candidate won this round
             raise
         self._observed, self._observed_at = read_record(written), self._clock()
@@ -276,12 +277,3 @@ class LeaderElector:
 
 def _mapping(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _changed(before: LeaseRecord, after: LeaseRecord) -> bool:
-    return (before.holder, before.renew_time, before.transitions, before.duration) != (
-        after.holder,
-        after.renew_time,
-        after.transitions,
-        after.duration,
-    )

@@ -1,4 +1,4 @@
-"""Reading a decoded object's conditions, finalizers and deletion, each stated once.
+"""Reading an object's conditions, finalizers and deletion, and building a condition, once.
 
 Tolerant of any shape: what the API server sends is trusted for nothing, and an
 object that lacks a field simply lacks it. `lastTransitionTime` follows
@@ -36,12 +36,29 @@ def has_finalizer(obj: object, finalizer: str) -> bool:
     return isinstance(finalizers, list) and finalizer in finalizers
 
 
-def transition_time(previous: dict[str, Any] | None, status: str, now: datetime) -> str:
-    """`lastTransitionTime` for a condition of `status`: kept unless `status` flips."""
+def make_condition(
+    condition_type: str,
+    fields: tuple[str, str, str],
+    previous: dict[str, Any] | None,
+    now: datetime,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The condition of `(status, reason, message)`; `lastTransitionTime` kept unless
+    `status` flips.
+
+    A stored time that is missing or unreadable is replaced, as if it had flipped.
+    """
+    status, reason, message = fields
     kept = previous.get("lastTransitionTime") if previous is not None else None
-    if previous is not None and previous.get("status") == status and parse_time(kept) is not None:
-        return str(kept)
-    return rfc3339(now)
+    flipped = previous is None or previous.get("status") != status or parse_time(kept) is None
+    return {
+        "type": condition_type,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        **extra,
+        "lastTransitionTime": rfc3339(now) if flipped else str(kept),
+    }
 
 
 def condition_changed(

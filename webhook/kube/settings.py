@@ -12,6 +12,9 @@ from typing import Final
 
 # Objects per list request: client-go's pager `defaultPageSize`.
 PAGE_SIZE: Final = 500
+# A work-queue key's retries: from this delay, doubling per failure, up to the cap.
+RETRY_INITIAL: Final = 0.05
+RETRY_CAP: Final = 30.0
 
 
 @dataclass(slots=True)
@@ -38,6 +41,4 @@ class InformerSettings:
     watch_timeout_seconds: int = 300
     backoff_initial: float = 0.8
     backoff_cap: float = 30.0
-    # Objects per list request (client-go's pager default); None lists everything at once.
-    page_size: int | None = PAGE_SIZE
     rng: random.Random = field(default_factory=random.Random)

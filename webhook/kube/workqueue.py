@@ -17,14 +17,18 @@ from collections import deque
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from webhook.kube.backoff import backoff_delay
+from webhook.kube.backoff import Backoff
+from webhook.kube.settings import RETRY_CAP, RETRY_INITIAL
 
 K = TypeVar("K", bound=Hashable)
 
 
 class WorkQueue(Generic[K]):
     def __init__(
-        self, retry_initial: float = 0.05, retry_cap: float = 30.0, rng: random.Random | None = None
+        self,
+        retry_initial: float = RETRY_INITIAL,
+        retry_cap: float = RETRY_CAP,
+        rng: random.Random | None = None,
     ) -> None:
         self._cond = threading.Condition()
         self._queue: deque[K] = deque()
@@ -32,7 +36,8 @@ class WorkQueue(Generic[K]):
         self._processing: set[K] = set()
         self._delayed: list[tuple[float, int, K]] = []
         self._sequence = itertools.count()
-        self._failures: dict[K, int] = {}
+        # Per key: the failures in a row so far, as one `Backoff` each.
+        self._failures: dict[K, Backoff] = {}
         self._retry_initial = retry_initial
         self._retry_cap = retry_cap
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not secrets
@@ -55,10 +60,11 @@ class WorkQueue(Generic[K]):
     def add_rate_limited(self, key: K, at_least: float = 0.0) -> float:
         """Queue `key` after its own backoff (it failed again); returns the delay chosen."""
         with self._cond:
-            failures = self._failures.get(key, 0)
-            self._failures[key] = failures + 1
-            draw = self._rng.random()
-        delay = max(at_least, backoff_delay(failures, self._retry_initial, self._retry_cap, draw))
+            backoff = self._failures.get(key)
+            if backoff is None:
+                backoff = Backoff(self._retry_initial, self._retry_cap, self._rng)
+                self._failures[key] = backoff
+            delay = max(at_least, backoff.next_delay())
         self.add_after(key, delay)
         return delay
 
@@ -96,10 +102,6 @@ class WorkQueue(Generic[K]):
             self._shut = True
             self._cond.notify_all()
 
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._queue) + len(self._delayed)
-
     def _add_locked(self, key: K) -> None:
         if self._shut or key in self._dirty:
             return
@@ -116,12 +118,7 @@ class WorkQueue(Generic[K]):
 
     def _wait_locked(self, deadline: float | None) -> float | None:
         """How long to sleep: until the next delayed key or the deadline, whichever is first."""
-        now = time.monotonic()
-        candidates: list[float] = []
-        if self._delayed:
-            candidates.append(self._delayed[0][0] - now)
+        due = [self._delayed[0][0]] if self._delayed else []
         if deadline is not None:
-            candidates.append(deadline - now)
-        if not candidates:
-            return None
-        return max(min(candidates), 0.0)
+            due.append(deadline)
+        return max(min(due) - time.monotonic(), 0.0) if due else None

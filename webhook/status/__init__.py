@@ -1,7 +1,8 @@
 """The status writer: mirrors the one FeedbackStore verdict into `status.conditions`.
 
-Pure decisions (`condition`, `events`, `backoff`, `timestamps`, the Lease rules
-in `leader`) are kept apart from the thin adapters that talk to the API server
-(`kubeapi`, `watch`, `writer`), so each decision can be tested as a table and
-each adapter against an API server.
+Pure planners (`validated` for the `Validated` condition, `usage` for in-use
+protection's `InUse` condition and finalizer, the Event rules in `events`)
+are kept apart from the thin loop that runs them (`writer`, assembled in
+`controller`) on the plumbing of `webhook.kube`, so each decision can be
+tested as a table and the loop against an API server.
 """

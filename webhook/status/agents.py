@@ -24,7 +24,7 @@ from kubernetes.client import ApiClient
 
 from webhook.kube.cache import Key
 from webhook.kube.client import CollectionApi, status_code
-from webhook.kube.informer import EventHandlers, Informer
+from webhook.kube.informer import Informer
 from webhook.kube.settings import InformerSettings
 from webhook.kube.workqueue import WorkQueue
 from webhook.rules import inuse
@@ -32,17 +32,6 @@ from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_referen
 from webhook.status.writer_metrics import WriterMetrics
 
 log = logging.getLogger("feedbackstore.status.agents")
-
-
-def agent_api(api_client: ApiClient, namespace: str | None) -> CollectionApi:
-    """List and watch AgentDeployments (storage version), in one namespace or all.
-
-    The same list paging and watch options as for FeedbackStores, so one
-    `Informer` drives both alike; nothing here writes an AgentDeployment.
-    """
-    return CollectionApi(
-        api_client, (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL), namespace
-    )
 
 
 class AgentView:
@@ -57,7 +46,10 @@ class AgentView:
         replan: Callable[[], None],
         recheck_seconds: float = 30.0,
     ) -> None:
-        self._api = agent_api(api_client, namespace)
+        # Read only, with the same paging and watch as FeedbackStores (one `Informer`).
+        self._api = CollectionApi(
+            api_client, (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL), namespace
+        )
         self._lock = threading.Lock()
         self._index = ReferenceIndex()
         self._store_queue = store_queue
@@ -68,24 +60,21 @@ class AgentView:
         # Its own metrics registry: the writer's gauges and counters speak of stores only.
         self.informer = Informer(
             self._api,
-            EventHandlers(on_add=self._link, on_update=self._link, on_delete=self._unlink),
+            self._link,
+            self._unlink,
             WriterMetrics(),
             settings,
+            on_synced=self._synced,
         )
 
     def _link(self, agent: Key, obj: dict[str, Any]) -> None:
         with self._lock:
             stores = self._index.link(agent, store_reference(obj))
-        self._queue_stores(stores)
-
-    def _unlink(self, agent: Key) -> None:
-        with self._lock:
-            stores = self._index.remove(agent)
-        self._queue_stores(stores)
-
-    def _queue_stores(self, stores: set[Key]) -> None:
         for store in stores:
             self._store_queue.add(store)
+
+    def _unlink(self, agent: Key) -> None:
+        self._link(agent, {})
 
     def view(self, store: Key) -> View:
         if self.informer.synced.is_set():
@@ -95,7 +84,6 @@ class AgentView:
 
     def run(self) -> None:
         """Thread target: wait until the resource is served, then list and watch it."""
-        announced = False
         while not self._stop.is_set():
             try:
                 served = self._api.served()
@@ -109,40 +97,28 @@ class AgentView:
             if served:
                 self._not_served = False
                 log.info("in-use protection on: watching AgentDeployments")
-                threading.Thread(
-                    target=self._replan_once_synced, name="status-agents-synced", daemon=True
-                ).start()
                 self.informer.run()
                 return
-            if not announced:
+            if not self._not_served:  # said once; every store planned again (a stale InUse)
                 log.info(
                     "in-use protection off: AgentDeployments are not served; looking again "
                     f"every {self._recheck:g} s",
                     extra={"fields": {"resource": f"{inuse.AGENT_PLURAL}.{inuse.AGENT_GROUP}"}},
                 )
-                announced = True
-            self._mark_not_served()
+                self._not_served = True
+                self._replan()
             self._stop.wait(self._recheck)
 
     def stop(self) -> None:
         self._stop.set()
         self.informer.stop()
 
-    def _mark_not_served(self) -> None:
-        """The first time: every store is planned again (a stale `InUse` corrected)."""
-        if not self._not_served:
-            self._not_served = True
-            self._replan()
-
-    def _replan_once_synced(self) -> None:
+    def _synced(self) -> None:
         """Once the first list is in, every store is planned again on the full view.
 
         The stores the list touched are queued by the index already; this is for
         the others, such as a store whose last agent went while no writer ran and
         which still carries our finalizer.
         """
-        while not self._stop.is_set():
-            if self.informer.synced.wait(1.0):
-                log.info("AgentDeployments synced; planning every store again")
-                self._replan()
-                return
+        log.info("AgentDeployments synced; planning every store again")
+        self._replan()

@@ -19,14 +19,13 @@ from kubernetes.client import ApiClient
 from webhook import __version__
 from webhook.kube.cache import Key, ObjectCache
 from webhook.kube.client import LeaseApi
-from webhook.kube.informer import EventHandlers, Informer
+from webhook.kube.informer import Informer
 from webhook.kube.leader import LeaderElector
 from webhook.kube.ratelimit import TokenBucket, throttle
 from webhook.kube.workqueue import WorkQueue
 from webhook.status.agents import AgentView
 from webhook.status.events import EventRecorder
 from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi
-from webhook.status.protection import FinalizerApi, Protection, UsageEvents
 from webhook.status.settings import WriterSettings
 from webhook.status.writer import StatusWriter
 from webhook.status.writer_metrics import WriterMetrics
@@ -70,20 +69,16 @@ class StatusController:
             replan=self.resync,
             recheck_seconds=settings.agent_recheck_seconds,
         )
-        events = EventRecorder(api_client, settings.identity, self.metrics)
         self.writer = StatusWriter(
             stores,
             self.cache,
             self.metrics,
-            events,
+            EventRecorder(api_client, settings.identity, self.metrics),
             self.elector.is_leader,
-            Protection(self.agents.view, FinalizerApi(api_client), UsageEvents(events)),
+            self.agents.view,
         )
         self.informer = Informer(
-            stores,
-            EventHandlers(on_add=self._store, on_update=self._store, on_delete=self._forget),
-            self.metrics,
-            settings.informer(page_size=settings.list_page_size),
+            stores, self._store, self._forget, self.metrics, settings.informer()
         )
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -93,7 +88,7 @@ class StatusController:
         self._spawn("status-informer", self.informer.run)
         self._spawn("status-agents", self.agents.run)
         for index in range(max(self.settings.workers, 1)):
-            self._spawn(f"status-worker-{index}", self._work)
+            self._spawn(f"status-worker-{index}", lambda: self.writer.run_worker(self.queue))
         self._spawn("status-resync", self._resync_loop)
         self._elector_thread = self._spawn("status-lease", self.elector.run)
         log.info(
@@ -144,9 +139,6 @@ class StatusController:
 
     def ready(self) -> bool:
         return self.alive() and self.informer.synced.is_set()
-
-    def _work(self) -> None:
-        self.writer.run_worker(self.queue)
 
     def _resync_loop(self) -> None:
         while not self._stop.wait(self.settings.resync_seconds):

@@ -1,15 +1,18 @@
-"""Kubernetes Events for verdict transitions, so `kubectl describe fs NAME` shows why.
+"""Kubernetes Events, so `kubectl describe fs NAME` tells the story.
 
 An Event is emitted when an object's verdict turns invalid (`Warning
 InvalidSpec`, including an object first seen invalid) or valid again (`Normal
-SpecCoherent`); an object that is simply valid from the start, or stays
-invalid, gets none, so a resync never spams. Events are best effort, as with
-client-go's recorder: a failure is logged and counted, never retried.
+SpecCoherent`), and when in-use protection defers a deletion or lets it go
+(`Normal DeletionDeferred`, `Normal DeletionReleased`); an object that is
+simply valid from the start, or stays invalid, gets none, so a resync never
+spams. Events are best effort, as with client-go's recorder: a failure is
+logged and counted, never retried (a namespace being deleted refuses new
+Events, for one).
 
 They are written as core/v1 Events (involvedObject, firstTimestamp,
 lastTimestamp, count), the shape `kubectl describe` has always read; each
-transition is an Event of its own, and a per-object limit (`EventLimit`)
-bounds how many one store can cause.
+change is an Event of its own, and a per-object limit (`EventLimit`) bounds
+how many one store can cause.
 """
 
 from __future__ import annotations
@@ -78,9 +81,9 @@ def event_body(
         "name": metadata["name"],
         "namespace": metadata["namespace"],
     }
-    for source, target in (("uid", "uid"), ("resourceVersion", "resourceVersion")):
-        if isinstance(metadata.get(source), str):
-            involved[target] = metadata[source]
+    for name in ("uid", "resourceVersion"):
+        if isinstance(metadata.get(name), str):
+            involved[name] = metadata[name]
     return {
         "apiVersion": "v1",
         "kind": "Event",
@@ -91,7 +94,7 @@ def event_body(
         "involvedObject": involved,
         "type": change.type,
         "reason": change.reason,
-        "message": message,
+        "message": message[:MAX_EVENT_MESSAGE],
         "source": {"component": FIELD_MANAGER},
         "reportingComponent": FIELD_MANAGER,
         "reportingInstance": instance[:128],
@@ -155,11 +158,6 @@ class EventRecorder:
         self._instance = instance
         self._metrics = metrics
         self._limit = limit or EventLimit()
-
-    def record(
-        self, obj: dict[str, Any], change: Transition, verdict: Verdict, now: datetime
-    ) -> None:
-        self.emit(obj, change, event_message(verdict), now)
 
     def emit(self, obj: dict[str, Any], change: Transition, message: str, now: datetime) -> None:
         """Create the Event unless the object is past its limit; never retried."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from webhook.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
-from webhook.kube.settings import PAGE_SIZE, ElectionSettings, InformerSettings
+from webhook.kube.settings import RETRY_CAP, RETRY_INITIAL, ElectionSettings, InformerSettings
 
 # The Lease replicas elect a writer through, unless told otherwise; the shipped Role names it.
 LEASE_NAME: Final = "feedbackstore-status-writer"
@@ -46,12 +46,10 @@ class WriterSettings:
     lease_duration: int = _ELECTION.lease_duration
     renew_deadline: float = _ELECTION.renew_deadline
     retry_period: float = _ELECTION.retry_period
-    watch_timeout_seconds: int = _INFORMER.watch_timeout_seconds
     backoff_initial: float = _INFORMER.backoff_initial
     backoff_cap: float = _INFORMER.backoff_cap
-    retry_initial: float = 0.05
-    retry_cap: float = 30.0
-    list_page_size: int | None = _INFORMER.page_size
+    retry_initial: float = RETRY_INITIAL
+    retry_cap: float = RETRY_CAP
     # Client-side rate limit on every request but watches (ratelimit.py); qps 0: none.
     qps: float = DEFAULT_QPS
     burst: int = DEFAULT_BURST
@@ -69,10 +67,5 @@ class WriterSettings:
             retry_period=self.retry_period,
         )
 
-    def informer(self, page_size: int | None = PAGE_SIZE) -> InformerSettings:
-        return InformerSettings(
-            watch_timeout_seconds=self.watch_timeout_seconds,
-            backoff_initial=self.backoff_initial,
-            backoff_cap=self.backoff_cap,
-            page_size=page_size,
-        )
+    def informer(self) -> InformerSettings:
+        return InformerSettings(backoff_initial=self.backoff_initial, backoff_cap=self.backoff_cap)

@@ -17,7 +17,6 @@ once and a referenced one waits, `Terminating`, for its last agent.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -28,12 +27,17 @@ from webhook.kube.objects import (
     deletion_in_progress,
     find_condition,
     has_finalizer,
-    transition_time,
+    make_condition,
 )
 from webhook.rules import api, inuse
 from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
 
 _COMPARED: Final = ("status", "reason", "message")
+# The `Normal DeletionReleased` Event's message: why a deferred deletion goes on now.
+RELEASED_MESSAGE: Final = (
+    f"no {inuse.AGENT_KIND} references it any more: "
+    f"finalizer {inuse.FINALIZER} removed, deletion goes on"
+)
 
 
 class NotServed(enum.Enum):
@@ -89,15 +93,6 @@ class ReferenceIndex:
 
     def remove(self, agent: Key) -> set[Key]:
         return self.link(agent, None)
-
-    def replace(self, references: Mapping[Key, Key | None]) -> set[Key]:
-        """Swap in a fresh list's references; every store whose agents changed is returned."""
-        touched: set[Key] = set()
-        for agent in [a for a in self._store_of if a not in references]:
-            touched |= self.remove(agent)
-        for agent, store in references.items():
-            touched |= self.link(agent, store)
-        return touched
 
     def holders(self, store: Key) -> tuple[str, ...]:
         return tuple(sorted(self._agents_of.get(store, ())))
@@ -166,22 +161,15 @@ def plan_usage(store: dict[str, Any], view: View, now: datetime) -> UsagePlan:
         return UsagePlan(previous, previous, False, None)
     if view is NOT_SERVED and previous is None:
         return UsagePlan(None, None, False, _finalizer(store, ()))
-    status, reason, message = in_use_fields(store, view)
-    condition: dict[str, Any] = {
-        "type": inuse.CONDITION_TYPE,
-        "status": status,
-        "reason": reason,
-        "message": message,
-    }
-    condition["lastTransitionTime"] = transition_time(previous, status, now)
+    condition = make_condition(inuse.CONDITION_TYPE, in_use_fields(store, view), previous, now)
     needed = condition_changed(previous, condition, _COMPARED)
     holders = () if view is NOT_SERVED else view
     return UsagePlan(condition, previous, needed, _finalizer(store, holders))
 
 
-def _finalizer(store: dict[str, Any], holders: Iterable[str]) -> Finalizer | None:
+def _finalizer(store: dict[str, Any], holders: tuple[str, ...]) -> Finalizer | None:
     held = has_finalizer(store, inuse.FINALIZER)
-    in_use = any(True for _ in holders)
+    in_use = bool(holders)
     if in_use and not held and not deletion_in_progress(store):
         return Finalizer.ADD
     if not in_use and held:

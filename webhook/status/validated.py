@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from webhook.kube.objects import condition_changed, find_condition, transition_time
+from webhook.kube.objects import condition_changed, find_condition, make_condition
 from webhook.rules import Verdict, api, messages, validate_feedbackstore
 from webhook.rules.summary import summarize
 
@@ -35,11 +35,6 @@ class StatusPlan:
     previous: dict[str, Any] | None
     verdict: Verdict
     needed: bool
-
-    @property
-    def flipped(self) -> bool:
-        """True when `status` changes (including from no condition at all)."""
-        return self.previous is None or self.previous.get("status") != self.condition["status"]
 
 
 def verdict_fields(verdict: Verdict) -> tuple[str, str, str]:
@@ -63,34 +58,14 @@ def current_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
     return find_condition(obj, api.CONDITION_TYPE)
 
 
-def desired_condition(
-    verdict: Verdict, generation: int | None, previous: dict[str, Any] | None, now: datetime
-) -> dict[str, Any]:
-    """The condition to hold; `lastTransitionTime` moves only when `status` flips."""
-    status, reason, message = verdict_fields(verdict)
-    condition: dict[str, Any] = {
-        "type": api.CONDITION_TYPE,
-        "status": status,
-        "reason": reason,
-        "message": message,
-    }
-    if generation is not None:
-        condition["observedGeneration"] = generation
-    condition["lastTransitionTime"] = transition_time(previous, status, now)
-    return condition
-
-
-def needs_write(previous: dict[str, Any] | None, desired: dict[str, Any]) -> bool:
-    """Whether the stored condition differs from the desired one in anything that matters."""
-    return condition_changed(previous, desired, _COMPARED)
-
-
 def plan_status(obj: dict[str, Any], now: datetime) -> StatusPlan:
     """What this object's `Validated` condition should be, and whether it must be written."""
     previous = current_condition(obj)
     verdict = validate_feedbackstore(obj)
-    desired = desired_condition(verdict, observed_generation(obj), previous, now)
-    return StatusPlan(desired, previous, verdict, needs_write(previous, desired))
+    generation = observed_generation(obj)
+    extra = {} if generation is None else {"observedGeneration": generation}
+    desired = make_condition(api.CONDITION_TYPE, verdict_fields(verdict), previous, now, **extra)
+    return StatusPlan(desired, previous, verdict, condition_changed(previous, desired, _COMPARED))
 
 
 def apply_configuration(

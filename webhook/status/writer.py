@@ -1,6 +1,6 @@
 """Reconcile one FeedbackStore: compute its `Validated` condition, apply it if it changed.
 
-The writer applies only that one condition with server-side apply on the
+The writer applies only its own conditions with server-side apply on the
 `status` subresource, so conditions other controllers own stay exactly as they
 are. Failures map to what Kubernetes means by them:
 - 404: the object was deleted meanwhile; nothing to do (the watch will say so);
@@ -9,10 +9,10 @@ are. Failures map to what Kubernetes means by them:
 - 429 and 5xx, refused or cut connections: retry the key after its own capped,
   jittered backoff (at least the server's `Retry-After`).
 
-With in-use protection (`protection`), the same reconcile also plans the
-`InUse` condition (applied together with `Validated`: one field manager's
-apply must hold every condition it owns) and then adds or removes our
-finalizer on the main resource (`usage`, SPEC §7).
+In-use protection (SPEC §7) is planned in the same reconcile: the `InUse`
+condition is applied together with `Validated` (one field manager's apply must
+hold every condition it owns), then our finalizer is added or removed on the
+main resource (`usage`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,17 @@ from webhook.kube.client import retry_after, status_code
 from webhook.kube.objects import deletion_in_progress
 from webhook.kube.timestamps import utc_now
 from webhook.kube.workqueue import WorkQueue
-from webhook.status.events import EventRecorder, transition
+from webhook.rules import inuse
+from webhook.status.events import NORMAL, EventRecorder, Transition, event_message, transition
 from webhook.status.kubeapi import FeedbackStoreApi
-from webhook.status.protection import Protection
-from webhook.status.usage import Finalizer, UsagePlan, finalizer_configuration, plan_usage
+from webhook.status.usage import (
+    RELEASED_MESSAGE,
+    Finalizer,
+    UsagePlan,
+    View,
+    finalizer_configuration,
+    plan_usage,
+)
 from webhook.status.validated import StatusPlan, apply_configuration, plan_status
 from webhook.status.writer_metrics import WriterMetrics
 
@@ -55,16 +62,16 @@ class StatusWriter:
         api: FeedbackStoreApi,
         cache: ObjectCache,
         metrics: WriterMetrics,
-        recorder: EventRecorder | None,
+        recorder: EventRecorder,
         is_leader: Callable[[], bool],
-        protection: Protection | None = None,
+        agents: Callable[[Key], View],
     ) -> None:
         self._api = api
         self._cache = cache
         self._metrics = metrics
         self._recorder = recorder
         self._is_leader = is_leader
-        self._protection = protection
+        self._agents = agents
         self._lock = threading.Lock()
         self._invalid: set[Key] = set()
 
@@ -86,10 +93,7 @@ class StatusWriter:
 
     def forget(self, key: Key) -> None:
         """The object is gone: drop what we remember about it."""
-        with self._lock:
-            self._invalid.discard(key)
-            count = len(self._invalid)
-        self._metrics.objects_invalid.set(count)
+        self._track_validity(key, True)
 
     def reconcile(self, key: Key) -> Outcome:
         if not self._is_leader():
@@ -100,63 +104,87 @@ class StatusWriter:
         now = utc_now()
         plan = plan_status(obj, now)
         self._track_validity(key, plan.verdict.valid)
-        usage = self._plan_usage(key, obj, now)
-        if not plan.needed and (usage is None or not usage.needed):
+        usage = plan_usage(obj, self._agents(key), now)
+        if not plan.needed and not usage.needed:
             return self._finalize(key, obj, usage, now, Outcome("up_to_date"))
         try:
             written = self._write(key, obj, plan, usage)
         except Exception as error:  # classified below
             return self._classify(key, error)
-        self._after_write(key, obj, plan, written)
-        if usage is not None and usage.needed:
-            self._after_usage_write(key, obj, usage, now)
+        self._after_write(key, obj, plan, usage, now)
         fresh = written if isinstance(written.get("metadata"), dict) else obj
         return self._finalize(key, fresh, usage, now, Outcome("written"))
 
-    def _plan_usage(self, key: Key, obj: dict[str, Any], now: datetime) -> UsagePlan | None:
-        if self._protection is None:
-            return None
-        return plan_usage(obj, self._protection.view(key), now)
+    def _write(
+        self, key: Key, obj: dict[str, Any], plan: StatusPlan, usage: UsagePlan
+    ) -> dict[str, Any]:
+        others = [usage.condition] if usage.condition is not None else []
+        body = apply_configuration(obj, plan.condition, *others)
+        started = time.perf_counter()
+        try:
+            written = self._api.apply_status(key[0], key[1], body)
+        finally:
+            self._metrics.write_seconds.observe(time.perf_counter() - started)
+        self._written(key, obj, written)
+        return written
 
-    def _after_usage_write(
-        self, key: Key, obj: dict[str, Any], usage: UsagePlan, now: datetime
+    def _after_write(
+        self, key: Key, obj: dict[str, Any], plan: StatusPlan, usage: UsagePlan, now: datetime
     ) -> None:
-        condition = usage.condition or {}
+        condition = plan.condition
         log.info(
-            "in-use condition written",
+            "condition written",
             extra={
                 "fields": {
                     **_where(key),
-                    "status": condition.get("status"),
-                    "reason": condition.get("reason"),
+                    "status": condition["status"],
+                    "reason": condition["reason"],
+                    "observedGeneration": condition.get("observedGeneration"),
+                    "problems": plan.verdict.problem_count,
                 }
             },
         )
-        if usage.deferred and self._protection is not None:
-            self._protection.record(
-                obj, str(condition.get("reason")), str(condition.get("message")), now
+        previous = plan.previous.get("status") if plan.previous is not None else None
+        change = transition(previous, condition["status"])
+        if change is not None:
+            self._recorder.emit(obj, change, event_message(plan.verdict), now)
+        if not usage.needed or usage.condition is None:
+            return
+        in_use = usage.condition
+        log.info(
+            "in-use condition written",
+            extra={
+                "fields": {**_where(key), "status": in_use["status"], "reason": in_use["reason"]}
+            },
+        )
+        if usage.deferred:
+            self._recorder.emit(
+                obj, Transition(NORMAL, inuse.REASON_DEFERRED), in_use["message"], now
             )
 
     def _finalize(
-        self, key: Key, obj: dict[str, Any], usage: UsagePlan | None, now: datetime, done: Outcome
+        self, key: Key, obj: dict[str, Any], usage: UsagePlan, now: datetime, done: Outcome
     ) -> Outcome:
         """Add or remove our finalizer when the plan says so; `done` when nothing else is due."""
-        if usage is None or usage.finalizer is None or self._protection is None:
+        if usage.finalizer is None:
             return done
         hold = usage.finalizer is Finalizer.ADD
         try:
-            written = self._protection.finalizers.apply(
-                key[0], key[1], finalizer_configuration(obj, hold)
-            )
+            written = self._api.apply_finalizer(key[0], key[1], finalizer_configuration(obj, hold))
         except Exception as error:  # classified as for the status write
             return self._classify(key, error)
-        self._metrics.writes.labels("ok").inc()
-        if isinstance(written.get("metadata"), dict):
-            self._cache.put_if_unchanged(key, resource_version(obj), written)
+        self._written(key, obj, written)
         log.info("finalizer " + ("added" if hold else "removed"), extra={"fields": _where(key)})
         if not hold and deletion_in_progress(obj):
-            self._protection.record_release(obj, now)
+            release = Transition(NORMAL, inuse.REASON_RELEASED)
+            self._recorder.emit(obj, release, RELEASED_MESSAGE, now)
         return Outcome("written")
+
+    def _written(self, key: Key, obj: dict[str, Any], written: dict[str, Any]) -> None:
+        """Count a write and cache its answer, unless the watch brought a newer object."""
+        self._metrics.writes.labels("ok").inc()
+        if isinstance(written, dict) and isinstance(written.get("metadata"), dict):
+            self._cache.put_if_unchanged(key, resource_version(obj), written)
 
     def _classify(self, key: Key, error: Exception) -> Outcome:
         code = status_code(error)
@@ -175,50 +203,12 @@ class StatusWriter:
             )
             return Outcome("retry", 0.0)
         self._metrics.writes.labels("error").inc()
-        return self._failed(key, "status write failed", error)
-
-    def _write(
-        self, key: Key, obj: dict[str, Any], plan: StatusPlan, usage: UsagePlan | None
-    ) -> dict[str, Any]:
-        others = [usage.condition] if usage is not None and usage.condition is not None else []
-        body = apply_configuration(obj, plan.condition, *others)
-        started = time.perf_counter()
-        try:
-            return self._api.apply_status(key[0], key[1], body)
-        finally:
-            self._metrics.write_seconds.observe(time.perf_counter() - started)
-
-    def _after_write(
-        self, key: Key, obj: dict[str, Any], plan: StatusPlan, written: dict[str, Any]
-    ) -> None:
-        self._metrics.writes.labels("ok").inc()
-        if isinstance(written, dict) and isinstance(written.get("metadata"), dict):
-            self._cache.put_if_unchanged(key, resource_version(obj), written)
-        condition = plan.condition
-        log.info(
-            "condition written",
-            extra={
-                "fields": {
-                    **_where(key),
-                    "status": condition["status"],
-                    "reason": condition["reason"],
-                    "observedGeneration": condition.get("observedGeneration"),
-                    "problems": plan.verdict.problem_count,
-                }
-            },
-        )
-        previous = plan.previous.get("status") if plan.previous is not None else None
-        change = transition(previous, condition["status"])
-        if change is not None and self._recorder is not None:
-            self._recorder.record(obj, change, plan.verdict, utc_now())
-
-    def _failed(self, key: Key, what: str, error: Exception) -> Outcome:
         log.warning(
-            f"{what}; retrying after backoff",
+            "status write failed; retrying after backoff",
             extra={
                 "fields": {
                     **_where(key),
-                    "status": status_code(error),
+                    "status": code,
                     "error": f"{type(error).__name__}: {error}"[:300],
                 }
             },

@@ -13,7 +13,6 @@ from webhook.status.usage import (
     Finalizer,
     ReferenceIndex,
     View,
-    agents_phrase,
     finalizer_configuration,
     plan_usage,
     store_reference,
@@ -77,8 +76,10 @@ def test_same_names_in_other_namespaces_are_other_objects() -> None:
         ),
     ],
 )
-def test_agents_phrase(holders: tuple[str, ...], expected: str) -> None:
-    assert agents_phrase(holders) == expected
+def test_the_users_phrase_names_ten_and_counts_the_rest(
+    holders: tuple[str, ...], expected: str
+) -> None:
+    assert inuse.users_phrase(holders) == expected
 
 
 def store(*, finalizer: bool = False, deleting: bool = False, in_use: dict[str, Any] | None = None

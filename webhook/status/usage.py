@@ -107,15 +107,6 @@ class ReferenceIndex:
             del self._agents_of[store]
 
 
-def agents_phrase(holders: tuple[str, ...], limit: int = inuse.MAX_NAMED_AGENTS) -> str:
-    """`2 AgentDeployments: a, b`, naming at most `limit` and counting the rest."""
-    count = len(holders)
-    kind = inuse.AGENT_KIND if count == 1 else inuse.AGENT_KINDS
-    named = ", ".join(holders[:limit])
-    rest = f" and {count - limit} more" if count > limit else ""
-    return f"{count} {kind}: {named}{rest}"
-
-
 def current_in_use(store: dict[str, Any]) -> dict[str, Any] | None:
     return find_condition(store, inuse.CONDITION_TYPE)
 
@@ -131,9 +122,9 @@ def in_use_fields(store: dict[str, Any], view: tuple[str, ...] | NotServed) -> t
             STATUS_TRUE,
             inuse.REASON_DEFERRED,
             f"deletion deferred until no {inuse.AGENT_KIND} references it; "
-            f"in use by {agents_phrase(view)}",
+            f"in use by {inuse.users_phrase(view)}",
         )
-    return STATUS_TRUE, inuse.REASON_REFERENCED, f"in use by {agents_phrase(view)}"
+    return STATUS_TRUE, inuse.REASON_REFERENCED, f"in use by {inuse.users_phrase(view)}"
 
 
 @dataclass(frozen=True, slots=True)

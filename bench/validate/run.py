@@ -41,6 +41,7 @@ import yaml
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CRD = REPO / "manifests" / "crd" / "feedbackstores.agents.ctxmesh.ai.yaml"
+BASELINE_MAIN = "import sys; from webhook.cli.main import main; sys.exit(main())"
 
 
 def store(index: int, rng: random.Random) -> dict[str, Any]:
@@ -113,6 +114,10 @@ def measured(command: list[str], env: dict[str, str] | None = None) -> tuple[flo
     return wall, usage.ru_maxrss / 1024, process.returncode
 
 
+def _shown(wall: float, rss: float, code: int) -> str:
+    return f"{wall * 1000:6.0f} ms {rss:6.1f} MiB (exit {code})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", default="68e2c8c", help="revision without positions")
@@ -133,16 +138,15 @@ def main() -> int:
                         args.baseline], check=True, cwd=REPO)  # fmt: skip
         try:
             baseline_env = {**os.environ, "PYTHONPATH": str(baseline_tree)}
-            baseline = [sys.executable, "-P", "-c",
-                        "import sys; from webhook.cli.main import main; sys.exit(main())"]  # fmt: skip
-            location = f"{schemas}/{{{{ .Group }}}}/{{{{ .ResourceKind }}}}_{{{{ .ResourceAPIVersion }}}}.json"
+            baseline = [sys.executable, "-P", "-c", BASELINE_MAIN]
+            location = str(
+                schemas / "{{ .Group }}" / "{{ .ResourceKind }}_{{ .ResourceAPIVersion }}.json"
+            )
+            kubeconform_command = [kubeconform, "-strict", "-summary", "-schema-location", location]
             tools: dict[str, tuple[list[str], dict[str, str] | None]] = {
                 "ours": ([ours, "validate"], None),
                 f"baseline {args.baseline}": ([*baseline, "validate"], baseline_env),
-                "kubeconform": (
-                    [kubeconform, "-strict", "-summary", "-schema-location", location],
-                    None,
-                ),  # fmt: skip
+                "kubeconform": (kubeconform_command, None),
             }
             inputs = {f"1 file of {args.stores}": stream, f"{args.stores} files": directory}
             best: dict[tuple[str, str], tuple[float, float, int]] = {}
@@ -159,13 +163,11 @@ def main() -> int:
                             best[key] = result
             for label in inputs:
                 ours_wall, ours_rss, ours_code = best[("ours", label)]
-                print(
-                    f"{label}: ours {ours_wall * 1000:.0f} ms, {ours_rss:.1f} MiB (exit {ours_code})"
-                )
+                print(f"{label}: ours {_shown(ours_wall, ours_rss, ours_code)}")
                 for tool in names[1:]:
                     wall, rss, code = best[(tool, label)]
-                    print(f"  {tool:<22} {wall * 1000:6.0f} ms {rss:6.1f} MiB (exit {code})  "
-                          f"ours/it: time {ours_wall / wall:.2f}, memory {ours_rss / rss:.2f}")  # fmt: skip
+                    ratios = f"time {ours_wall / wall:.2f}, memory {ours_rss / rss:.2f}"
+                    print(f"  {tool:<22} {_shown(wall, rss, code)}  ours/it: {ratios}")
             print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(baseline_tree)],

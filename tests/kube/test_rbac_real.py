@@ -605,3 +605,40 @@ def test_its_token_is_refused_everything_outside_its_role(
     )
     assert api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "store")[
         "spec"].get("mode", "Enforce") == "Enforce"  # fmt: skip
+
+
+def test_a_writer_without_its_rbac_logs_the_permission_it_lacks_and_keeps_trying(
+    control_plane: ControlPlane, installed: list[dict[str, Any]], tmp_path: pathlib.Path
+) -> None:
+    """Its ServiceAccount bound to nothing: the log says, in kube-apiserver's words, which
+    verb on which resource is refused (what the admin must grant), and the writer retries
+    instead of exiting."""
+    name = "writer-without-rbac"
+    core = k8s.CoreV1Api(api_client(control_plane))
+    core.create_namespaced_service_account(NAMESPACE, {"metadata": {"name": name}})
+    kubeconfig = control_plane.write_kubeconfig(
+        name, token=service_account_token(control_plane, name)
+    )
+    user = f"system:serviceaccount:{NAMESPACE}:{name}"
+    log = tmp_path / "writer.log"
+
+    def lines() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+
+    def said(msg: str) -> list[dict[str, Any]]:
+        return [entry for entry in lines() if entry["msg"] == msg]
+
+    with status_writer(kubeconfig, log) as process:
+        eventually(lambda: said("list/watch failed") and said("lease request failed"),
+                   what="both refusals logged")  # fmt: skip
+        assert process.poll() is None, "a refusal is retried, never a crash"
+    listed, leased = said("list/watch failed")[0], said("lease request failed")[0]
+    assert (listed["status"], listed["error"]) == (403, (
+        f'Forbidden: {FS} is forbidden: User "{user}" cannot list resource "feedbackstores" '
+        'in API group "agents.ctxmesh.ai" at the cluster scope'
+    ))  # fmt: skip
+    assert (leased["status"], leased["error"]) == (403, (
+        f'Forbidden: {LEASES} "{WRITER}" is forbidden: User "{user}" cannot get resource '
+        f'"leases" in API group "coordination.k8s.io" in the namespace "{NAMESPACE}"'
+    ))  # fmt: skip
+    assert not [entry for entry in lines() if "exception" in entry], "no traceback"

@@ -44,6 +44,25 @@ def status_code(error: BaseException) -> int | None:
     return None
 
 
+def error_text(error: BaseException) -> str:
+    """What a log line says of a failed call, at most 500 characters.
+
+    The API's own Status message when the server sent one: for a refusal it names
+    the user, the verb and the resource word for word (`... is forbidden: User "x"
+    cannot list resource "feedbackstores" in API group ... at the cluster scope`),
+    which is what an admin needs to fix the RBAC; the client's exception text
+    would be its headers. Otherwise the exception itself.
+    """
+    body = error.body if isinstance(error, ApiException) else None
+    try:
+        status = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        status = None
+    if isinstance(status, dict) and isinstance(status.get("message"), str):
+        return f"{status.get('reason') or status_code(error)}: {status['message']}"[:500]
+    return f"{type(error).__name__}: {error}"[:500]
+
+
 def retry_after(error: BaseException, cap: float = 30.0) -> float:
     """The server's `Retry-After` in seconds (0 when absent or unreadable), at most `cap`."""
     headers = getattr(error, "headers", None)

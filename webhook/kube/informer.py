@@ -32,7 +32,13 @@ from prometheus_client import Counter, Gauge
 
 from webhook.kube.backoff import Backoff
 from webhook.kube.cache import Key, object_key, resource_version
-from webhook.kube.client import TRANSPORT_ERRORS, CollectionApi, retry_after, status_code
+from webhook.kube.client import (
+    TRANSPORT_ERRORS,
+    CollectionApi,
+    error_text,
+    retry_after,
+    status_code,
+)
 from webhook.kube.settings import InformerSettings
 from webhook.kube.watch import (
     WatchEvent,
@@ -246,7 +252,7 @@ class Informer:
             extra={
                 "fields": {
                     "status": status_code(error),
-                    "error": f"{type(error).__name__}: {error}"[:500],
+                    "error": error_text(error),
                     "retry_in": round(delay, 3),
                     "transport": isinstance(error, TRANSPORT_ERRORS),
                 }

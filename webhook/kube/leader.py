@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from prometheus_client import Counter, Gauge
 
-from webhook.kube.client import LeaseApi, status_code
+from webhook.kube.client import LeaseApi, error_text, status_code
 from webhook.kube.settings import ElectionSettings
 from webhook.kube.timestamps import micro_time, utc_now
 
@@ -161,9 +161,7 @@ class LeaderElector:
             held = False
             log.warning(
                 "lease request failed",
-                extra={
-                    "fields": {"status": status_code(error), "error": f"{type(error).__name__}"}
-                },
+                extra={"fields": {"status": status_code(error), "error": error_text(error)}},
             )
         self._settle(held, attempted)
 
@@ -181,9 +179,7 @@ class LeaderElector:
                 return False
             self._api.replace(record.resource_version, released_spec(record, utc_now()))
         except Exception as error:  # the lease then simply expires
-            log.warning(
-                "lease release failed", extra={"fields": {"error": f"{type(error).__name__}"}}
-            )
+            log.warning("lease release failed", extra={"fields": {"error": error_text(error)}})
             return False
         log.info("lease released", extra={"fields": {"identity": self.identity}})
         return True
@@ -255,9 +251,7 @@ class LeaderElector:
         except Exception as error:
             log.info(
                 "optimistic lease renewal failed; reading the lease",
-                extra={
-                    "fields": {"status": status_code(error), "error": f"{type(error).__name__}"}
-                },
+                extra={"fields": {"status": status_code(error), "error": error_text(error)}},
             )
             return False
 

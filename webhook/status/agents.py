@@ -23,7 +23,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from webhook.kube.cache import Key
-from webhook.kube.client import CollectionApi, status_code
+from webhook.kube.client import CollectionApi, error_text, status_code
 from webhook.kube.informer import Informer
 from webhook.kube.settings import InformerSettings
 from webhook.kube.workqueue import WorkQueue
@@ -90,7 +90,7 @@ class AgentView:
             except Exception as error:  # transport, 5xx, 403: unknown, try again later
                 log.warning(
                     "cannot tell whether AgentDeployments are served",
-                    extra={"fields": {"status": status_code(error), "error": f"{error}"[:300]}},
+                    extra={"fields": {"status": status_code(error), "error": error_text(error)}},
                 )
                 self._stop.wait(self._recheck)
                 continue

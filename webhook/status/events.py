@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event
 
-from webhook.kube.client import REQUEST_TIMEOUT, read_json
+from webhook.kube.client import REQUEST_TIMEOUT, error_text, read_json
 from webhook.kube.ratelimit import TokenBucket
 from webhook.rules import Verdict, api, messages
 from webhook.rules.summary import summarize
@@ -185,7 +185,7 @@ class EventRecorder:
                         "namespace": metadata["namespace"],
                         "object": metadata["name"],
                         "reason": change.reason,
-                        "error": f"{type(error).__name__}: {error}"[:300],
+                        "error": error_text(error),
                     }
                 },
             )

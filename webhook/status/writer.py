@@ -27,7 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from webhook.kube.cache import Key, ObjectCache, resource_version
-from webhook.kube.client import retry_after, status_code
+from webhook.kube.client import error_text, retry_after, status_code
 from webhook.kube.objects import deletion_in_progress
 from webhook.kube.timestamps import utc_now
 from webhook.kube.workqueue import WorkQueue
@@ -209,7 +209,7 @@ class StatusWriter:
                 "fields": {
                     **_where(key),
                     "status": code,
-                    "error": f"{type(error).__name__}: {error}"[:300],
+                    "error": error_text(error),
                 }
             },
         )

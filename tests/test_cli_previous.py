@@ -3,6 +3,7 @@ through the installed console script, on real files and stdin, with exact output
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.rules_builders import channel, feedbackstore, human, score
@@ -66,3 +67,38 @@ def test_an_unreadable_previous_path_is_an_input_error(tmp_path: Path) -> None:
     result = run(str(new), "--previous", str(tmp_path / "missing.yaml"))
     assert result.returncode == 2
     assert "missing.yaml" in result.stderr
+
+
+def test_in_json_each_change_is_an_object_with_its_position(tmp_path: Path) -> None:
+    new = write_yaml(tmp_path / "new.yaml", NEW)
+    old = write_yaml(tmp_path / "old.yaml", OLD, OTHER)
+    result = run(str(new), "--previous", str(old), "-o", "json")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["changes"] == [
+        {"source": str(new), "line": 10, "column": 17, "name": "agents/support-feedback",
+         "field": "spec.human.scores[0].dataType",
+         "message": 'score "thumbs" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it '
+                    "no longer match"},
+        {"source": str(new), "line": 9, "column": 5, "name": "agents/support-feedback",
+         "field": "spec.human.scores",
+         "message": 'score "tone" removed from human: the gateway rejects "tone" from now on'},
+        {"source": str(old), "line": 17, "column": 1, "name": "agents/other", "field": "",
+         "message": "FeedbackStore deleted: the agents that reference it lose their store, and "
+                    "its scores their gate"},
+    ]  # fmt: skip
+
+
+def test_for_github_and_sarif_each_change_is_a_warning_annotation(tmp_path: Path) -> None:
+    new = write_yaml(tmp_path / "new.yaml", NEW)
+    old = write_yaml(tmp_path / "old.yaml", OLD)
+    github = run(str(new), "--previous", str(old), "-o", "github").stdout.splitlines()
+    assert github[1] == (
+        f"::warning file={new},line=9,col=5,title=FeedbackStore agents/support-feedback%3A "
+        'SpecChange::agents/support-feedback: spec.human.scores: score "tone" removed from '
+        'human: the gateway rejects "tone" from now on'
+    )
+    sarif = json.loads(run(str(new), "--previous", str(old), "-o", "sarif").stdout)
+    results = sarif["runs"][0]["results"]
+    assert [(r["ruleId"], r["level"]) for r in results] == [("SpecChange", "warning")] * 2
+    region = results[0]["locations"][0]["physicalLocation"]["region"]
+    assert region == {"startLine": 10, "startColumn": 17}

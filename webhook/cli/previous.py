@@ -17,6 +17,7 @@ import yaml
 
 from webhook.cli.manifest_files import Document, ReadError, objects, read_all
 from webhook.cli.positions import Position, locate
+from webhook.cli.validate_report import ChangeWarning
 from webhook.rules.change_messages import change_sentence
 from webhook.rules.changes import changed_field, spec_changes
 from webhook.rules.manifest import is_feedbackstore
@@ -27,12 +28,12 @@ DELETED: Final = (
 )
 
 
-def change_lines(
+def change_warnings(
     current: Sequence[Document], previous: Sequence[str]
-) -> tuple[list[str], list[ReadError]]:
-    """One `FILE:LINE:COL: ns/name: field: warning: ...` line per change from the `previous`
-    paths to the `current` documents (as `validate` read them: stdin is read once), at the
-    changed value, and the unreadable previous inputs."""
+) -> tuple[list[ChangeWarning], list[ReadError]]:
+    """A warning per change from the `previous` paths to the `current` documents (as
+    `validate` read them: stdin is read once), at the changed value, and the unreadable
+    previous inputs."""
     now = _by_label(current)
     read: list[Document] = []
     errors: list[ReadError] = []
@@ -41,23 +42,25 @@ def change_lines(
             errors.append(each)
         else:
             read.append(each)
-    lines: list[str] = []
+    warnings: list[ChangeWarning] = []
     for label, (old_document, old_node, old) in _by_label(read).items():
         if label not in now:
-            lines.append(f"{_where(old_document, old_node, '')}: {label}: warning: {DELETED}")
+            place = _position(old_node, "")
+            warnings.append(ChangeWarning(old_document.source, place, label, "", DELETED))
             continue
         document, node, new = now[label]
         spec = new.get("spec")
         for change in spec_changes(old.get("spec"), spec):
             field = changed_field(change, spec)
-            sentence = change_sentence(change)
-            lines.append(f"{_where(document, node, field)}: {label}: {field}: warning: {sentence}")
-    return lines, errors
+            place = _position(node, field)
+            warnings.append(
+                ChangeWarning(document.source, place, label, field, change_sentence(change))
+            )
+    return warnings, errors
 
 
-def _where(document: Document, node: yaml.Node | None, field: str) -> str:
-    place = Position(1, 1) if node is None else locate(node, field)
-    return f"{document.source}:{place.line}:{place.column}"
+def _position(node: yaml.Node | None, field: str) -> Position:
+    return Position(1, 1) if node is None else locate(node, field)
 
 
 def _by_label(

@@ -17,7 +17,7 @@ from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
 from webhook.cli.kustomize_origin import origin
 from webhook.cli.manifest_files import Document
 from webhook.cli.validate_output import RENDERERS
-from webhook.cli.validate_report import Report, Result
+from webhook.cli.validate_report import ChangeWarning, Report, Result
 from webhook.rules.manifest import check_manifest, is_feedbackstore
 
 
@@ -69,11 +69,11 @@ def run(args: argparse.Namespace) -> int:
             _check(read, content, node, report, args.warnings_as_errors)
         if args.previous:
             current.append(read)
-    changes: list[str] | None = None
+    changes: list[ChangeWarning] | None = None
     if args.previous:
-        from webhook.cli.previous import change_lines
+        from webhook.cli.previous import change_warnings
 
-        changes, unreadable = change_lines(current, args.previous)
+        changes, unreadable = change_warnings(current, args.previous)
         report.errors.extend(unreadable)
     sys.stdout.flush()
     sys.stdout.buffer.write(RENDERERS[args.output](report, changes))

@@ -16,10 +16,11 @@ from typing import Any
 import orjson
 
 from webhook.cli.exit_codes import EXIT_OK
-from webhook.cli.validate_report import Entry, Report, Result, summary
+from webhook.cli.validate_report import ChangeWarning, Entry, Report, Result, summary
 
-Changes = list[str] | None
+Changes = list[ChangeWarning] | None
 UNREADABLE = "Unreadable"
+CHANGE = "SpecChange"
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
@@ -55,7 +56,13 @@ def text(report: Report, changes: Changes) -> bytes:
         f"{_at(r, e)}: {r.label()}: {e.field}: {'warning: ' if warned else ''}{e.message}"
         for r, e, warned in _entries(report)
     ]
-    return _lines([*lines, *(changes or ()), summary(report)])
+    lines += [
+        f"{c.source}:{c.position.line}:{c.position.column}: {c.label}: "
+        + (f"{c.field}: " if c.field else "")
+        + f"warning: {c.message}"
+        for c in changes or ()
+    ]
+    return _lines([*lines, summary(report)])
 
 
 def _entry_json(entry: Entry, *, with_type: bool = True) -> dict[str, object]:
@@ -90,7 +97,11 @@ def json(report: Report, changes: Changes) -> bytes:
         ],
     }
     if changes is not None:
-        body["changes"] = changes
+        body["changes"] = [
+            {"source": c.source, "line": c.position.line, "column": c.position.column,
+             "name": c.label, "field": c.field, "message": c.message}
+            for c in changes
+        ]  # fmt: skip
     return _json(body)
 
 
@@ -114,10 +125,22 @@ def github(report: Report, changes: Changes) -> bytes:
         )
         for r, e, warned in _entries(report)
     ]
+    lines += [_change_command(c) for c in changes or ()]
     lines += [
         command("error", e.message, file=e.source, line=e.line, col=e.column) for e in report.errors
     ]
     return _lines([*lines, summary(report)])
+
+
+def _change_command(change: ChangeWarning) -> str:
+    return command(
+        "warning",
+        change.said,
+        file=change.source,
+        line=change.position.line,
+        col=change.position.column,
+        title=f"FeedbackStore {change.label}: {CHANGE}",
+    )
 
 
 def _junit_line(result: Result, entry: Entry) -> str:
@@ -188,6 +211,11 @@ def sarif(report: Report, changes: Changes) -> bytes:
         for r, e, warned in _entries(report)
         if not (warned and r.warnings_are_errors)  # already among the problems
     ]
+    results += [
+        _sarif_result(rules, CHANGE, "warning", c.said, c.source,
+                      c.position.line, c.position.column)
+        for c in changes or ()
+    ]  # fmt: skip
     results += [
         _sarif_result(rules, UNREADABLE, "error", e.message, e.source, e.line, e.column)
         for e in report.errors

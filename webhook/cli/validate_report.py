@@ -112,6 +112,25 @@ class Result:
         return f"{label} (from {self.origin})" if self.origin else label
 
 
+@dataclass(frozen=True, slots=True)
+class ChangeWarning:
+    """What a change from the previous manifests does (`validate --previous`), where it shows.
+
+    `field` is empty for a store deleted outright (it is placed where it stood).
+    """
+
+    source: str
+    position: Position
+    label: str
+    field: str
+    message: str
+
+    @property
+    def said(self) -> str:
+        """`ns/name: field: message` (no field for a deleted store)."""
+        return ": ".join(part for part in (self.label, self.field, self.message) if part)
+
+
 @dataclass(slots=True)
 class Report:
     results: list[Result] = field(default_factory=list)

@@ -33,6 +33,7 @@ import fcntl
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import subprocess
 import time
@@ -166,11 +167,16 @@ class Node:
         self._containerd()
         self._import_images()
         self._scheduler()
-        self._kube_proxy()
+        # kube-proxy waits for its Node object (the kubelet registers it) before it serves.
+        kube_proxy = self._kube_proxy()
         kubelet_started = time.monotonic()
         self._kubelet()
         self._wait_node_ready()
         self.timings["node_ready_after_kubelet"] = time.monotonic() - kubelet_started
+        self._wait(
+            "kube-proxy /livez", lambda: _http_ok(f"http://127.0.0.1:{self.kube_proxy_healthz}/livez"),
+            kube_proxy,
+        )  # fmt: skip
         self.timings["cold_start"] = time.monotonic() - started
         self.report(
             f"node: {NODE_NAME} Ready {self.timings['node_ready_after_kubelet']:.1f} s after "
@@ -360,10 +366,10 @@ state = "{d / "state"}"
             "kube-scheduler", lambda: _https_ok(f"https://127.0.0.1:{port}/healthz"), process
         )
 
-    def _kube_proxy(self) -> None:
+    def _kube_proxy(self) -> Process:
         kubeconfig = self._client_kubeconfig("system:kube-proxy", "system:masters")
         self.kube_proxy_config = self.workdir / "kube-proxy.yaml"
-        healthz = free_port()
+        self.kube_proxy_healthz = healthz = free_port()
         config = {
             "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
             "kind": "KubeProxyConfiguration",
@@ -380,10 +386,9 @@ state = "{d / "state"}"
             "iptables": {"localhostNodePorts": False},
         }
         self.kube_proxy_config.write_text(yaml.safe_dump(config))
-        process = self._spawn("kube-proxy", [
+        return self._spawn("kube-proxy", [
             str(self.node_bin / "kube-proxy"), f"--config={self.kube_proxy_config}",
         ])  # fmt: skip
-        self._wait("kube-proxy", lambda: _http_ok(f"http://127.0.0.1:{healthz}/livez"), process)
 
     def _kubelet(self) -> None:
         self.kubelet_dir.mkdir(parents=True, exist_ok=True)
@@ -497,6 +502,10 @@ state = "{d / "state"}"
                 sh("umount", "-l", mount, check=False)
         if (self.node_bin / "kube-proxy").exists():
             sh(str(self.node_bin / "kube-proxy"), "--cleanup", check=False)
+        # What kube-proxy --cleanup leaves: the kubelet's KUBE-FIREWALL, canaries, hints.
+        for binary in ("iptables", "ip6tables"):
+            if shutil.which(binary):
+                _remove_kube_chains(binary)
         for bridge in (POD_BRIDGE, NODE_BRIDGE):
             sh(ip, "link", "del", bridge, check=False)
         for flag in ("-s", "-d"):
@@ -509,6 +518,25 @@ state = "{d / "state"}"
         if saved.exists():
             pathlib.Path("/proc/sys/net/ipv4/ip_forward").write_text(saved.read_text().strip())
             saved.unlink()
+
+
+def _remove_kube_chains(binary: str) -> None:
+    """Every KUBE-* chain in filter, nat and mangle, and every jump to one."""
+    for table in ("filter", "nat", "mangle"):
+        listed = sh(binary, "-w", "-t", table, "-S", check=False).stdout.splitlines()
+        chains = [line.split()[1] for line in listed if line.startswith("-N KUBE-")]
+        for line in listed:
+            words = shlex.split(line)
+            if (
+                words[:1] == ["-A"]
+                and not words[1].startswith("KUBE-")
+                and any(w.startswith("KUBE-") for w in words[2:])
+            ):
+                sh(binary, "-w", "-t", table, "-D", *words[1:], check=False)
+        for chain in chains:
+            sh(binary, "-w", "-t", table, "-F", chain, check=False)
+        for chain in chains:
+            sh(binary, "-w", "-t", table, "-X", chain, check=False)
 
 
 def _pids_with_arg(arg: str) -> list[int]:

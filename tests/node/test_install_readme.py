@@ -1,0 +1,185 @@
+"""README "Install on a cluster → Path 1" and "Verify", verbatim, on a real node.
+
+The commands are read out of README.md's own blocks and run with bash in a copy
+of the tree (so `certs/` is written there), with the `test` extra's kubectl
+and this project's CLI on PATH and the test cluster's admin kubeconfig: the
+shipped manifests become real pods of the image built from the Dockerfile,
+scheduled by kube-scheduler, started by a kubelet through containerd, the
+Service served by kube-proxy, the webhook called by kube-apiserver through it.
+What the commands print is compared with README's console blocks; `doctor`
+must then be all green.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sysconfig
+import time
+
+import pytest
+
+from tests.node.cluster import Node
+from tests.node.image_support import ROOT
+
+pytestmark = [pytest.mark.node, pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
+
+PIP_LINE = "python -m pip install ."
+
+
+def section(title: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"### {title}\n")
+    return text[start : text.index("\n### ", start + 1)]
+
+
+def blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+
+
+def commands(block: str) -> list[str]:
+    """The block's commands, a backslash-continued line joined to the next."""
+    joined = block.replace("\\\n", "")
+    return [line.strip() for line in joined.splitlines() if line.strip()]
+
+
+class Shell:
+    """bash in a copy of the tree, as a user who followed the README would be."""
+
+    def __init__(self, node: Node, workdir: pathlib.Path) -> None:
+        self.cwd = workdir / "tree"
+        self.cwd.mkdir()
+        for part in ("manifests", "examples"):
+            shutil.copytree(ROOT / part, self.cwd / part)
+        (self.cwd / "certs").mkdir()
+        shutil.copy(ROOT / "certs/README.md", self.cwd / "certs/README.md")
+        scripts = sysconfig.get_path("scripts")
+        self.env = {
+            "PATH": f"{scripts}:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": str(workdir),
+            "KUBECONFIG": str(node.kubeconfig),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+        }
+
+    def run(self, command: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command], cwd=self.cwd, env=self.env, capture_output=True,
+            text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module", name="shell")
+def _shell(node: Node, tmp_path_factory: pytest.TempPathFactory) -> Shell:
+    return Shell(node, tmp_path_factory.mktemp("readme"))
+
+
+@pytest.fixture(scope="module", name="path1")
+def _path1(shell: Shell, node: Node) -> list[tuple[str, subprocess.CompletedProcess[str], float]]:
+    """README Path 1, every command but the pip install (the test venv holds the CLI)."""
+    done = []
+    for command in commands(blocks(section("Path 1: without cert-manager (the `certs` command)"),
+                                   "sh")[0]):  # fmt: skip
+        if command.startswith(PIP_LINE):
+            assert shutil.which("feedbackstore-webhook", path=shell.env["PATH"])
+            continue
+        started = time.monotonic()
+        result = shell.run(command)
+        elapsed = time.monotonic() - started
+        print(f"{elapsed:6.1f} s  {command}")
+        done.append((command, result, elapsed))
+        if result.returncode != 0:
+            break
+    return done
+
+
+def test_path1_installs_and_both_rollouts_finish(
+    path1: list[tuple[str, subprocess.CompletedProcess[str], float]], node: Node
+) -> None:
+    failed = [(c, r.returncode, r.stdout, r.stderr) for c, r, _ in path1 if r.returncode != 0]
+    pods = node.kubectl("-n", "feedbackstore-system", "get", "pods", "-o", "wide").stdout
+    assert not failed, f"{failed}\n{pods}\n{node.logs()}"
+    ran = [c.split()[0:3] for c, _, _ in path1]
+    assert ran == [
+        ["feedbackstore-webhook", "certs", "--namespace"],
+        ["kubectl", "apply", "-k"],
+        ["kubectl", "-n", "feedbackstore-system"],
+        ["kubectl", "-n", "feedbackstore-system"],
+    ]
+    apply = path1[1][1]
+    # Pod Security `restricted` and everything else: not one warning.
+    assert "Warning" not in apply.stderr, apply.stderr
+    for name, (_, result, _) in zip(
+        ("feedbackstore-webhook", "feedbackstore-status-writer"), path1[2:], strict=True
+    ):
+        assert f'deployment "{name}" successfully rolled out' in result.stdout, result.stdout
+    ready = node.kubectl(
+        "-n", "feedbackstore-system", "get", "pods", "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}"
+        " {.spec.nodeName}{'\\n'}{end}",
+    ).stdout.split("\n")  # fmt: skip
+    rows = [line.split() for line in ready if line]
+    assert len(rows) == 4, pods
+    assert all(ready == "true" and where == "fsnode" for _, ready, where in rows), pods
+
+
+def test_verify_prints_what_the_readme_shows(path1: object, shell: Shell, node: Node) -> None:
+    text = section("Verify")
+    steps = commands(blocks(text, "sh")[0])
+    consoles = blocks(text, "console")
+    outputs = {}
+    for command in steps:
+        result = shell.run(command)
+        outputs[command] = result
+        if "get fs" in command:
+            # "VALIDATED: True within seconds": the status writer in its pod says so.
+            deadline = time.monotonic() + 30
+            while "True" not in _column(result.stdout, "VALIDATED") and time.monotonic() < deadline:
+                time.sleep(0.5)
+                result = shell.run(command)
+            outputs[command] = result
+    *good, refused = steps
+    for command in good:
+        assert outputs[command].returncode == 0, (command, outputs[command].stderr)
+    get_fs = next(c for c in steps if "get fs" in c)
+    header = outputs[get_fs].stdout.splitlines()[0]
+    # The comment names every column kubectl prints, in order.
+    commented = get_fs.split("#", 1)[1].split("(")[0]
+    assert header.split() == commented.split(), header
+    assert _column(outputs[get_fs].stdout, "VALIDATED") == ["True"], outputs[get_fs].stdout
+    assert outputs[refused].returncode != 0
+    assert outputs[refused].stderr == consoles[0]
+    # The transcript: `$ command`, then what it printed (stderr's warning, stdout).
+    transcript = consoles[1]
+    first, *expected = transcript.splitlines()
+    assert first.startswith("$ ")
+    result = shell.run(first[2:])
+    assert result.returncode == 0, result.stderr
+    assert (result.stderr + result.stdout).splitlines() == expected
+
+
+def _column(table: str, name: str) -> list[str]:
+    lines = table.splitlines()
+    if not lines or name not in lines[0]:
+        return []
+    start = lines[0].index(name)
+    return [line[start:].split()[0] for line in lines[1:] if len(line) > start]
+
+
+def test_doctor_is_all_green_on_the_healthy_install(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    result = shell.run("feedbackstore-webhook doctor")
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    checks = [line for line in lines if re.match(r"^(ok|WARN|FAIL|skip)\s", line)]
+    assert len(checks) == 15, result.stdout
+    assert all(line.startswith("ok ") for line in checks), result.stdout
+    assert lines[-1] == "15 checks: 15 ok, 0 warnings, 0 failed, 0 skipped — all is well"
+    answers = next(line for line in checks if line.split()[1] == "webhook-answers")
+    assert "kube-apiserver called the webhook" in answers
+    endpoints = next(line for line in checks if line.split()[1] == "service-endpoints")
+    assert "2 ready" in endpoints, endpoints
+    assert "unused" not in endpoints, endpoints

@@ -56,6 +56,7 @@ POD_BRIDGE = "fsnode-pods"
 POD_SUBNET = "10.217.1.0/24"
 SERVICE_CIDR = "10.217.2.0/24"
 KUBERNETES_SERVICE_IP = "10.217.2.1"
+CLUSTER_DNS_IP = "10.217.2.10"
 CHAIN = "FSNODE-FORWARD"
 CNI_BIN = pathlib.Path("/usr/lib/cni")
 _NO_TOOLCHAIN = 3
@@ -143,7 +144,11 @@ class Node:
             extra_ips=(KUBERNETES_SERVICE_IP,),
             namespace_controller=True,
             controllers="*",
-            extra_apiserver_args=(f"--service-cluster-ip-range={SERVICE_CIDR}",),
+            extra_apiserver_args=(
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                # `kubectl logs`: dial the kubelet at the node IP, never look its name up.
+                "--kubelet-preferred-address-types=InternalIP",
+            ),
         )
         self.kubeconfig = self.plane.kubeconfig
         self.containerd_dir = workdir / "containerd"
@@ -417,6 +422,9 @@ state = "{d / "state"}"
             "failSwapOn": False,
             "containerRuntimeEndpoint": f"unix://{self.socket}",
             "resolvConf": str(resolv),
+            # No cluster DNS runs: an address in the service range that answers nothing
+            # (the pods never resolve a name), so the kubelet does not warn on every pod.
+            "clusterDNS": [CLUSTER_DNS_IP],
             # A mounted Secret's update reaches the pods within this (default 1 min).
             "syncFrequency": "10s",
             "imageGCHighThresholdPercent": 100,

@@ -183,3 +183,116 @@ def test_doctor_is_all_green_on_the_healthy_install(
     endpoints = next(line for line in checks if line.split()[1] == "service-endpoints")
     assert "2 ready" in endpoints, endpoints
     assert "unused" not in endpoints, endpoints
+
+
+def doctor(shell: Shell) -> tuple[int, dict[str, str], str]:
+    """(exit code, {check: ok/WARN/FAIL/skip}, the whole output) of a plain `doctor`."""
+    result = shell.run("feedbackstore-webhook doctor")
+    checks = {}
+    for line in result.stdout.splitlines():
+        found = re.match(r"^(ok|WARN|FAIL|skip)\s+(\S+)", line)
+        if found:
+            checks[found.group(2)] = found.group(1)
+    return result.returncode, checks, result.stdout + result.stderr
+
+
+def failed_checks(checks: dict[str, str]) -> set[str]:
+    return {name for name, verdict in checks.items() if verdict == "FAIL"}
+
+
+def until_healthy(shell: Shell, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        code, checks, output = doctor(shell)
+        if code == 0 and not failed_checks(checks):
+            return
+        assert time.monotonic() < deadline, f"doctor never green again:\n{output}"
+        time.sleep(1)
+
+
+def _ok(shell: Shell, command: str) -> None:
+    result = shell.run(command)
+    assert result.returncode == 0, (command, result.stdout, result.stderr)
+
+
+NS = "-n feedbackstore-system"
+WEBHOOK_PODS = "-l app.kubernetes.io/component=webhook"
+WRITER_PODS = "-l app.kubernetes.io/component=status-writer"
+OTHER_CA = (
+    "feedbackstore-webhook certs --namespace feedbackstore-system --service feedbackstore-webhook"
+    " --out-dir other-ca/ >/dev/null"
+)
+# (what is broken, the commands that break it, the checks doctor must fail, those it may also
+# fail while the kubelet refreshes a mounted Secret, the commands that repair it)
+BREAKS = {
+    "webhook-pods-down": (
+        [f"kubectl {NS} scale deployment/feedbackstore-webhook --replicas=0",
+         f"kubectl {NS} wait --for=delete pod {WEBHOOK_PODS} --timeout=90s"],
+        {"service-endpoints", "webhook-answers"}, set(),
+        [f"kubectl {NS} scale deployment/feedbackstore-webhook --replicas=2",
+         f"kubectl {NS} rollout status deployment/feedbackstore-webhook"],
+    ),
+    "writer-scaled-to-0": (
+        [f"kubectl {NS} scale deployment/feedbackstore-status-writer --replicas=0",
+         f"kubectl {NS} wait --for=delete pod {WRITER_PODS} --timeout=90s"],
+        {"status-writer-lease"}, set(),
+        [f"kubectl {NS} scale deployment/feedbackstore-status-writer --replicas=2",
+         f"kubectl {NS} rollout status deployment/feedbackstore-status-writer"],
+    ),
+    "cabundle-of-another-ca": (
+        [OTHER_CA,
+         "kubectl patch validatingwebhookconfiguration feedbackstore-webhook --type=json -p "
+         "\"[{\\\"op\\\": \\\"replace\\\", \\\"path\\\": \\\"/webhooks/0/clientConfig/caBundle\\\","
+         " \\\"value\\\": \\\"$(base64 -w0 < other-ca/ca.crt)\\\"}]\""],
+        {"ca-bundle", "webhook-answers"}, set(),
+        ["kubectl apply -k certs/"],
+    ),
+    "secret-of-another-ca": (
+        [OTHER_CA,
+         f"kubectl {NS} create secret tls feedbackstore-webhook-tls --cert other-ca/tls.crt"
+         " --key other-ca/tls.key --dry-run=client -o yaml | kubectl apply -f -"],
+        {"ca-bundle"}, {"webhook-answers"},
+        ["kubectl apply -k certs/"],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("broken", list(BREAKS))
+def test_doctor_names_what_is_broken(path1: object, shell: Shell, broken: str) -> None:
+    breaking, must_fail, may_fail, repair = BREAKS[broken]
+    until_healthy(shell)
+    for command in breaking:
+        _ok(shell, command)
+    try:
+        code, checks, output = doctor(shell)
+        assert code == 1, output
+        assert must_fail <= failed_checks(checks) <= must_fail | may_fail, output
+        assert len(checks) == 15, output
+    finally:
+        for command in repair:
+            _ok(shell, command)
+        shell.run("rm -rf other-ca")
+    until_healthy(shell)
+
+
+def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -> None:
+    steps = commands(blocks(section("Uninstall"), "sh")[0])
+    assert len(steps) == 4, steps
+    for command in steps:
+        started = time.monotonic()
+        result = shell.run(command)
+        print(f"{time.monotonic() - started:6.1f} s  {command}")
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+    for kind, name in (
+        ("validatingwebhookconfiguration", "feedbackstore-webhook"),
+        ("clusterrole", "feedbackstore-status-writer"),
+        ("clusterrolebinding", "feedbackstore-status-writer"),
+        ("namespace", "feedbackstore-system"),
+        ("crd", "feedbackstores.agents.ctxmesh.ai"),
+    ):
+        gone = node.kubectl("get", kind, name)
+        assert gone.returncode != 0, gone.stdout
+        assert "NotFound" in gone.stderr, gone.stderr
+    # No pod of the install is left on the node.
+    pods = node.kubectl("get", "pods", "-A", "-o", "name").stdout.split()
+    assert not [p for p in pods if "feedbackstore" in p], pods

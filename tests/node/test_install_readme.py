@@ -125,6 +125,24 @@ def test_path1_installs_and_both_rollouts_finish(
     assert all(ready == "true" and where == "fsnode" for _, ready, where in rows), pods
 
 
+def test_pods_start_cleanly(path1: object, node: Node) -> None:
+    """No restart and no failed liveness or readiness probe once the install is up (a startup
+    probe may fail while the process starts: that is what it is for)."""
+    time.sleep(15)  # a few liveness and readiness periods
+    restarts = node.kubectl(
+        "-n", "feedbackstore-system", "get", "pods", "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].restartCount}"
+        "{'\\n'}{end}",
+    ).stdout  # fmt: skip
+    assert [line.split()[1] for line in restarts.splitlines()] == ["0"] * 4, restarts
+    events = node.kubectl(
+        "-n", "feedbackstore-system", "get", "events", "--field-selector", "type=Warning",
+        "-o", "jsonpath={range .items[*]}{.reason}: {.message}{'\\n'}{end}",
+    ).stdout.splitlines()  # fmt: skip
+    unexpected = [e for e in events if not e.startswith("Unhealthy: Startup probe failed")]
+    assert not unexpected, "\n".join(events)
+
+
 def test_verify_prints_what_the_readme_shows(path1: object, shell: Shell, node: Node) -> None:
     text = section("Verify")
     steps = commands(blocks(text, "sh")[0])

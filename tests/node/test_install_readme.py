@@ -314,3 +314,26 @@ def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -
     # No pod of the install is left on the node.
     pods = node.kubectl("get", "pods", "-A", "-o", "name").stdout.split()
     assert not [p for p in pods if "feedbackstore" in p], pods
+
+
+def test_path3_own_certificate_installs(path1: object, shell: Shell, node: Node) -> None:
+    """README Path 3 → certs/README.md "3. Bring your own", verbatim, on the cluster the
+    Uninstall left empty: a CA and serving pair of the user's own (here from `certs` into
+    another directory, copied where the commands expect them)."""
+    assert node.kubectl("get", "namespace", "feedbackstore-system").returncode != 0
+    _ok(shell, "feedbackstore-webhook certs --namespace feedbackstore-system"
+               " --service feedbackstore-webhook --out-dir byo/ >/dev/null"
+               " && cp byo/tls.crt byo/tls.key byo/ca.crt .")  # fmt: skip
+    text = (ROOT / "certs/README.md").read_text(encoding="utf-8")
+    own = text[text.index("## 3. Bring your own") :]
+    steps = commands(blocks(own, "sh")[0])
+    assert len(steps) == 4, steps
+    for command in steps:
+        result = shell.run(command)
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+    for name in ("feedbackstore-webhook", "feedbackstore-status-writer"):
+        _ok(shell, f"kubectl {NS} rollout status deployment/{name} --timeout=120s")
+    until_healthy(shell, timeout=60)
+    code, checks, output = doctor(shell)
+    assert code == 0, output
+    assert set(checks.values()) == {"ok"}, output

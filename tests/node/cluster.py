@@ -22,8 +22,9 @@ The network stays on this machine:
 
 `stop()` undoes all of it — pods, containers, containerd's and the kubelet's
 mounts, the pods' network namespaces, both bridges, kube-proxy's and our
-iptables rules, ip_forward — and `start()` first removes whatever a killed
-earlier run left (one node per machine, under a lock).
+iptables rules, the kernel tunables the kubelet and CNI set — and `start()`
+first removes whatever a killed earlier run left (one node per machine, under
+a lock).
 """
 
 from __future__ import annotations
@@ -59,6 +60,17 @@ KUBERNETES_SERVICE_IP = "10.217.2.1"
 CLUSTER_DNS_IP = "10.217.2.10"
 CHAIN = "FSNODE-FORWARD"
 CNI_BIN = pathlib.Path("/usr/lib/cni")
+SYSCTLS = (
+    "net/ipv4/ip_forward",
+    "vm/overcommit_memory",
+    "vm/panic_on_oom",
+    "kernel/panic",
+    "kernel/panic_on_oops",
+    "kernel/keys/root_maxkeys",
+    "kernel/keys/root_maxbytes",
+    "net/bridge/bridge-nf-call-iptables",
+    "net/ipv4/conf/all/route_localnet",
+)
 _NO_TOOLCHAIN = 3
 
 
@@ -156,7 +168,6 @@ class Node:
         self.kubelet_dir = workdir / "kubelet"
         self.processes: list[Process] = []
         self.timings: dict[str, float] = {}
-        self._ip_forward: str | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -223,8 +234,13 @@ class Node:
         sh(ip, "link", "set", NODE_BRIDGE, "up")
         # Service addresses without an endpoint go nowhere: onto the port-less bridge.
         sh(ip, "route", "add", SERVICE_CIDR, "dev", NODE_BRIDGE, "src", NODE_IP)
-        self._ip_forward = pathlib.Path("/proc/sys/net/ipv4/ip_forward").read_text().strip()
-        (self.run_dir / "ip_forward").write_text(self._ip_forward)
+        # The kubelet sets kernel tunables of its own (overcommit, panic on oops), the
+        # CNI bridge plugin ip_forward: put the host's values back at the end.
+        saved = {}
+        for key in SYSCTLS:
+            with contextlib.suppress(OSError):
+                saved[key] = (pathlib.Path("/proc/sys") / key).read_text().strip()
+        (self.run_dir / "sysctls.json").write_text(json.dumps(saved))
         ipt = self.tools["iptables"]
         sh(ipt, "-w", "-t", "mangle", "-N", CHAIN)
         # Forwarded pod traffic stays on the pod bridge (the CNI bridge plugin turns
@@ -387,7 +403,12 @@ state = "{d / "state"}"
             "clusterCIDR": POD_SUBNET,
             "nodePortAddresses": [f"{NODE_IP}/32"],
             # Leave the host's conntrack sysctls alone.
-            "conntrack": {"maxPerCore": 0, "min": 0},
+            "conntrack": {
+                "maxPerCore": 0,
+                "min": 0,
+                "tcpEstablishedTimeout": "0s",
+                "tcpCloseWaitTimeout": "0s",
+            },
             "iptables": {"localhostNodePorts": False},
         }
         self.kube_proxy_config.write_text(yaml.safe_dump(config))
@@ -496,6 +517,15 @@ state = "{d / "state"}"
         ip, ipt = self.tools["ip"], self.tools["iptables"]
         if workdir is not None:
             sock = workdir / "containerd" / "containerd.sock"
+            # Containers first (a shim's death leaves its container running): runc's
+            # own state for our runtime root names every one.
+            runc_root = workdir / "containerd" / "runc" / "k8s.io"
+            if runc_root.is_dir():
+                listed = sh(self.tools["runc"], "--root", str(runc_root), "list", "-q",
+                            check=False).stdout.split()  # fmt: skip
+                for container in listed:
+                    sh(self.tools["runc"], "--root", str(runc_root), "delete", "--force",
+                       container, check=False)  # fmt: skip
             # Containers whose containerd is gone keep their shims: kill the shims of
             # our containerd (found by its address on their command line).
             for pid in _pids_with_arg(str(sock)):
@@ -508,6 +538,17 @@ state = "{d / "state"}"
                     os.unlink(netns)
             for mount in sorted(_mounts_under(workdir), key=len, reverse=True):
                 sh("umount", "-l", mount, check=False)
+            # The unpacked images and pod volumes: hundreds of MB per run.
+            for part in ("containerd", "kubelet"):
+                shutil.rmtree(workdir / part, ignore_errors=True)
+        # The kubelet's pod cgroups (cgroupfs driver), empty once the containers are gone.
+        for hierarchy in pathlib.Path("/sys/fs/cgroup").glob("*/kubepods"):
+            for directory in sorted(hierarchy.rglob("*"), key=lambda d: len(d.parts), reverse=True):
+                if directory.is_dir():
+                    with contextlib.suppress(OSError):
+                        directory.rmdir()
+            with contextlib.suppress(OSError):
+                hierarchy.rmdir()
         if (self.node_bin / "kube-proxy").exists():
             sh(str(self.node_bin / "kube-proxy"), "--cleanup", check=False)
         # What kube-proxy --cleanup leaves: the kubelet's KUBE-FIREWALL, canaries, hints.
@@ -522,9 +563,11 @@ state = "{d / "state"}"
                 pass
         sh(ipt, "-w", "-t", "mangle", "-F", CHAIN, check=False)
         sh(ipt, "-w", "-t", "mangle", "-X", CHAIN, check=False)
-        saved = self.run_dir / "ip_forward"
+        saved = self.run_dir / "sysctls.json"
         if saved.exists():
-            pathlib.Path("/proc/sys/net/ipv4/ip_forward").write_text(saved.read_text().strip())
+            for key, value in json.loads(saved.read_text()).items():
+                with contextlib.suppress(OSError):
+                    (pathlib.Path("/proc/sys") / key).write_text(value)
             saved.unlink()
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from tests.node.cluster import Node
 from tests.node.image_support import ROOT
+from tests.node.load_support import Load
 
 pytestmark = [pytest.mark.node, pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
 
@@ -291,6 +292,48 @@ def test_doctor_names_what_is_broken(path1: object, shell: Shell, broken: str) -
             _ok(shell, command)
         shell.run("rm -rf other-ca")
     until_healthy(shell)
+
+
+def test_rollout_restart_of_the_webhook_loses_no_request(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """`kubectl rollout restart` of the webhook under a client that creates, updates and
+    deletes FeedbackStores without pause: not one request fails (the shipped preStop delay,
+    readiness and shutdown delay at work, kube-proxy's endpoints in between)."""
+    until_healthy(shell)
+    _ok(shell, "kubectl create namespace load")
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            time.sleep(3)
+            before = load.counts.requests
+            started = time.monotonic()
+            _ok(shell, f"kubectl {NS} rollout restart deployment/feedbackstore-webhook")
+            _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-webhook")
+            rolled = time.monotonic() - started
+            # The old pods' endings (preStop 5 s, shutdown delay 2 s) under load too:
+            # until only the two new pods are left.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and _webhook_pods(node) != 2:
+                time.sleep(0.5)
+            time.sleep(3)
+            counts = load.stop()
+        during = counts.requests - before
+        print(
+            f"rollout restart in {rolled:.1f} s; {counts.requests} requests "
+            f"({during} from the restart on), {counts.failures} failed"
+        )
+        assert counts.failures == 0, counts.messages
+        assert during > 200, counts.requests  # a load that matters: hundreds of calls
+    finally:
+        shell.run("kubectl delete namespace load --wait=false")
+
+
+def _webhook_pods(node: Node) -> int:
+    listed = node.kubectl(
+        "-n", "feedbackstore-system", "get", "pods", "-l", "app.kubernetes.io/component=webhook",
+        "-o", "name",
+    )  # fmt: skip
+    return len(listed.stdout.split())
 
 
 def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -> None:

@@ -12,6 +12,7 @@ must then be all green.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -341,6 +342,121 @@ def _webhook_pods(node: Node) -> int:
         "-o", "name",
     )  # fmt: skip
     return len(listed.stdout.split())
+
+
+def _evict(node: Node, pod: str) -> tuple[int, str]:
+    body = json.dumps({
+        "apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": "feedbackstore-system"},
+    }).encode()  # fmt: skip
+    status, answer = node.plane.raw(
+        "POST", f"/api/v1/namespaces/feedbackstore-system/pods/{pod}/eviction", body,
+        "application/json",
+    )  # fmt: skip
+    return status, answer.decode(errors="replace")
+
+
+def test_the_pdb_allows_one_webhook_eviction_and_refuses_the_second(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """Under load: the first webhook pod's eviction is allowed, the second's refused by the
+    PodDisruptionBudget while the first is replaced, and no request fails."""
+    until_healthy(shell)
+    pods = node.kubectl(
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/component=webhook",
+        "-o",
+        "name",
+    ).stdout.split()
+    assert len(pods) == 2, pods
+    _ok(shell, "kubectl create namespace load")
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            time.sleep(2)
+            first = _evict(node, pods[0].split("/")[1])
+            second = _evict(node, pods[1].split("/")[1])
+            _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-webhook")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and _webhook_pods(node) != 2:
+                time.sleep(0.5)
+            time.sleep(3)
+            counts = load.stop()
+    finally:
+        shell.run("kubectl delete namespace load")
+    print(
+        f"evictions: {first[0]}, {second[0]}; {counts.requests} requests, {counts.failures} failed"
+    )
+    assert first[0] == 201, first
+    assert second[0] == 429, second
+    assert "disruption budget" in second[1], second
+    assert counts.failures == 0, counts.messages
+
+
+def test_the_standby_writer_leads_within_the_lease_when_the_leader_is_deleted(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    until_healthy(shell)
+    lease = json.loads(
+        node.kubectl(
+            "-n",
+            "feedbackstore-system",
+            "get",
+            "lease",
+            "feedbackstore-status-writer",
+            "-o",
+            "json",
+        ).stdout
+    )
+    leader = lease["spec"]["holderIdentity"].split("_")[0]
+    duration = lease["spec"]["leaseDurationSeconds"]
+    started = time.monotonic()
+    _ok(shell, f"kubectl {NS} delete pod {leader} --wait=false")
+    holder = leader
+    while time.monotonic() - started < duration + 5:
+        spec = json.loads(
+            node.kubectl(
+                "-n",
+                "feedbackstore-system",
+                "get",
+                "lease",
+                "feedbackstore-status-writer",
+                "-o",
+                "json",
+            ).stdout
+        )["spec"]
+        holder = (spec.get("holderIdentity") or "").split("_")[0]
+        if holder and holder != leader:
+            break
+        time.sleep(0.2)
+    took = time.monotonic() - started
+    print(f"leader {leader} deleted; {holder} leads after {took:.1f} s (lease {duration} s)")
+    assert holder, spec
+    assert holder != leader, holder
+    assert took < duration, took
+    # Conditions keep converging under the new leader.
+    _ok(shell, "kubectl create namespace after-handover")
+    _ok(shell, "sed 's/namespace: agents/namespace: after-handover/' examples/minimal.yaml"
+               " | kubectl apply -f -")  # fmt: skip
+    deadline = time.monotonic() + 20
+    status = ""
+    while time.monotonic() < deadline and status != "True":
+        status = node.kubectl(
+            "-n",
+            "after-handover",
+            "get",
+            "fs",
+            "support-feedback",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='Validated')].status}",
+        ).stdout
+        time.sleep(0.3)
+    assert status == "True"
+    _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-status-writer")
+    shell.run("kubectl delete namespace after-handover --wait=false")
 
 
 def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -> None:

@@ -459,6 +459,97 @@ def test_the_standby_writer_leads_within_the_lease_when_the_leader_is_deleted(
     shell.run("kubectl delete namespace after-handover --wait=false")
 
 
+def _reloads(node: Node) -> dict[str, int]:
+    """Each webhook pod's count of "certificate reloaded" log lines."""
+    names = node.kubectl(
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/component=webhook",
+        "-o",
+        "name",
+    ).stdout.split()
+    counts = {}
+    for name in names:
+        log = node.kubectl("-n", "feedbackstore-system", "logs", name).stdout
+        counts[name] = log.count('"certificate reloaded"')
+    return counts
+
+
+def _until_every_pod_reloaded(node: Node, before: dict[str, int], timeout: float = 120) -> float:
+    started = time.monotonic()
+    while True:
+        now = _reloads(node)
+        if now and all(now[name] > before.get(name, 0) for name in now):
+            return time.monotonic() - started
+        assert time.monotonic() - started < timeout, (before, now)
+        time.sleep(1)
+
+
+def test_rotation_with_a_new_ca_as_the_readme_says_loses_nothing(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """README Path 1's two-CA rotation, its commands verbatim, under load: the real kubelet
+    refreshes the mounted Secret, every pod reloads, and no request fails."""
+    until_healthy(shell)
+    text = section("Path 1: without cert-manager (the `certs` command)")
+    steps = commands(blocks(text, "sh")[1])
+    assert len(steps) == 5, steps
+    *first, last = steps
+    _ok(shell, "kubectl create namespace load")
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            time.sleep(2)
+            before = _reloads(node)
+            for command in first:
+                _ok(shell, command)
+            # "each webhook pod logs "certificate reloaded" once its volume has it"
+            reloaded = _until_every_pod_reloaded(node, before)
+            _ok(shell, last)
+            time.sleep(5)
+            counts = load.stop()
+    finally:
+        shell.run("kubectl delete namespace load")
+    print(f"new CA: every pod reloaded {reloaded:.1f} s after the Secret; "
+          f"{counts.requests} requests, {counts.failures} failed")  # fmt: skip
+    assert counts.failures == 0, counts.messages
+    assert counts.requests > 200
+    until_healthy(shell, timeout=30)
+
+
+def test_renewal_from_the_same_ca_loses_nothing(path1: object, shell: Shell, node: Node) -> None:
+    """A renewal from the same CA (a new --host renews, README Path 1), then `kubectl apply -k
+    certs/`, under load: the caBundle stays valid, the pods reload, no request fails."""
+    until_healthy(shell)
+    ca_before = (shell.cwd / "certs/ca.crt").read_bytes()
+    tls_before = (shell.cwd / "certs/tls.crt").read_bytes()
+    _ok(shell, "kubectl create namespace load")
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            time.sleep(2)
+            before = _reloads(node)
+            _ok(
+                shell,
+                "feedbackstore-webhook certs --namespace feedbackstore-system"
+                " --service feedbackstore-webhook --out-dir certs/ --host renewed.example",
+            )
+            assert (shell.cwd / "certs/ca.crt").read_bytes() == ca_before
+            assert (shell.cwd / "certs/tls.crt").read_bytes() != tls_before
+            _ok(shell, "kubectl apply -k certs/")
+            reloaded = _until_every_pod_reloaded(node, before)
+            time.sleep(3)
+            counts = load.stop()
+    finally:
+        shell.run("kubectl delete namespace load")
+    print(f"renewal: every pod reloaded {reloaded:.1f} s after the apply; "
+          f"{counts.requests} requests, {counts.failures} failed")  # fmt: skip
+    assert counts.failures == 0, counts.messages
+    assert counts.requests > 200
+    until_healthy(shell, timeout=30)
+
+
 def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -> None:
     steps = commands(blocks(section("Uninstall"), "sh")[0])
     assert len(steps) == 4, steps

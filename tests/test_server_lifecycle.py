@@ -92,6 +92,8 @@ async def test_sigterm_turns_not_ready_finishes_in_flight_requests_and_exits_0(
     answer = await asyncio.wait_for(reader.readexactly(length), 15)
     writer.close()
     assert accepted_answer(sent, int(head.split()[1]), answer)["allowed"] is False
+    # Answered while draining: the connection is not kept alive for another call.
+    assert b"\r\nconnection: close\r\n" in head.lower(), head
     assert server.wait(timeout=20) == 0
     assert time.monotonic() - signalled < 15
     messages = [e.get("msg") for e in server.logs]

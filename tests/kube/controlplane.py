@@ -163,10 +163,18 @@ class ControlPlane:
     # audit log tells its requests apart).
     namespace_controller: bool = False
     controller_manager_port: int = field(default_factory=free_port)
+    # The test node's (tests/node/cluster.py): kube-apiserver listens on and advertises
+    # `host` (a non-loopback address, so the `kubernetes` Service gets its endpoint), its
+    # certificate names `extra_ips` too, and kube-controller-manager runs `controllers`
+    # (with the root CA it publishes to pods) instead of only the namespace controller.
+    host: str = "127.0.0.1"
+    extra_ips: tuple[str, ...] = ()
+    controllers: str = "namespace"
 
     def __post_init__(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.pki = pki_module.make(self.workdir / "pki")
+        ips = tuple(ip for ip in (self.host, *self.extra_ips) if ip != "127.0.0.1")
+        self.pki = pki_module.make(self.workdir / "pki", ips)
         self.audit_log = self.workdir / "audit.log"
         self.audit_policy = self.workdir / "audit-policy.yaml"
         self.audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY))
@@ -263,11 +271,11 @@ class ControlPlane:
         return [
             str(self.bin_dir / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self.host}",
+            f"--advertise-address={self.host}",
             # The endpoint reconciler refuses a loopback address, and nothing here
-            # dials the `kubernetes` Service anyway.
-            "--endpoint-reconciler-type=none",
+            # dials the `kubernetes` Service anyway (but the test node's pods do).
+            *(["--endpoint-reconciler-type=none"] if self.host == "127.0.0.1" else []),
             f"--secure-port={self.apiserver_port}",
             f"--tls-cert-file={p.serving_cert_file}",
             f"--tls-private-key-file={p.serving_key_file}",
@@ -298,7 +306,15 @@ class ControlPlane:
             f"--authorization-kubeconfig={kubeconfig}",
             # Only what the tests need from a cluster: emptying and removing a deleted
             # namespace. No other controller acts on the tests' objects.
-            "--controllers=namespace",
+            f"--controllers={self.controllers}",
+            *(
+                []
+                if self.controllers == "namespace"
+                else [
+                    f"--root-ca-file={self.pki.server_ca_file}",
+                    f"--service-account-private-key-file={self.pki.service_account_key_file}",
+                ]
+            ),
             "--leader-elect=false",
             "--bind-address=127.0.0.1",
             f"--secure-port={self.controller_manager_port}",
@@ -337,7 +353,7 @@ class ControlPlane:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
+        return f"https://{self.host}:{self.apiserver_port}"
 
     def ssl_context(self, client: pki_module.Pair | None = None) -> ssl.SSLContext:
         context = ssl.create_default_context(cadata=self.pki.server_ca.pem.decode())
@@ -383,7 +399,7 @@ class ControlPlane:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": "test", "cluster": {
-                "server": f"https://127.0.0.1:{self.apiserver_port}",
+                "server": self.server,
                 "certificate-authority-data": base64.b64encode(self.pki.server_ca.pem).decode(),
             }}],
             "users": [{"name": name, "user": user}],

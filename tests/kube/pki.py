@@ -156,7 +156,8 @@ class ControlPlanePKI:
         return issue(self.client_ca, user, organizations=groups, client=True)
 
 
-def make(directory: pathlib.Path) -> ControlPlanePKI:
+def make(directory: pathlib.Path, ip_addresses: tuple[str, ...] = ()) -> ControlPlanePKI:
+    """A throwaway PKI; the serving certificate is for 127.0.0.1 and `ip_addresses` too."""
     directory.mkdir(parents=True, exist_ok=True)
     server_ca = new_authority("feedbackstore-test-apiserver-ca")
     client_ca = new_authority("feedbackstore-test-client-ca")
@@ -164,7 +165,7 @@ def make(directory: pathlib.Path) -> ControlPlanePKI:
         server_ca,
         "kube-apiserver",
         dns_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
-        ip_addresses=("127.0.0.1",),
+        ip_addresses=("127.0.0.1", *ip_addresses),
     )
     admin = issue(client_ca, "feedbackstore-test-admin", organizations=("system:masters",),
                   client=True)  # fmt: skip

@@ -1,21 +1,57 @@
-"""The `node` tests: the project's image, built from its Dockerfile, run as the Deployments do.
+"""The `node` tests: the project's image, built from its Dockerfile, and a real node running it.
 
-A missing prerequisite (docker.io, mmdebstrap) skips them with one loud reason,
-unless FEEDBACKSTORE_REQUIRE_KUBE=1, which makes it a failure.
+`image` runs the image in Docker as the Deployments do; `node` is a single-node
+cluster (tests/node/cluster.py: the `kube` tests' control plane plus
+kube-scheduler, containerd, a kubelet and kube-proxy built by tests/node/build.sh)
+with the image and pause imported into its containerd.
 
-The image is built (or found in the cache) when the first `node` test sets up,
-on the one xdist worker that runs the `node` group; `.ci/run` builds it
-beforehand, where a cold build's progress is visible.
+A missing prerequisite (docker.io, mmdebstrap, containerd, iptables, the CNI
+plugins, a Go toolchain, gcc) skips them with one loud reason, unless
+FEEDBACKSTORE_REQUIRE_KUBE=1, which makes it a failure.
+
+Every `node` test is in the xdist group `node` (each module says so in its
+`pytestmark`; a test that does not is refused at collection): they share one
+image build and one node, so they run on one worker. `.ci/run` builds the
+image and the node's binaries beforehand, where a cold build's progress is visible.
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
+import sys
 from collections.abc import Iterator
 
 import pytest
 
+from tests.kube import prebuild
+from tests.kube.controlplane import ControlPlaneUnavailableError, binaries
+from tests.node.cluster import Node, node_binaries, project_image
 from tests.node.image_support import REQUIRE_ENV, Docker, NodeUnavailableError
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A `node` test outside the `node` xdist group would run on another worker, with a
+    second node fighting the first over the bridges: refuse it."""
+    for item in items:
+        if item.get_closest_marker("node") is None:
+            continue
+        groups = {
+            m.args[0] if m.args else m.kwargs.get("name") for m in item.iter_markers("xdist_group")
+        }
+        if groups != {"node"}:
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked `node` but its xdist groups are {groups or 'none'}: "
+                "add pytest.mark.xdist_group('node') to its module's pytestmark"
+            )
+
+
+def _unavailable(message: str) -> None:
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{message} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
+    pytest.skip(f"SKIPPED ALL NODE TESTS — {message}")
 
 
 @pytest.fixture(scope="session", name="image")
@@ -26,12 +62,45 @@ def _image() -> Iterator[tuple[Docker, str]]:
         name, _ = docker.ensure_image()
     except NodeUnavailableError as missing:
         docker.stop()
-        message = f"node tests need Docker and mmdebstrap: {missing}"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{message} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
-        pytest.skip(f"SKIPPED ALL NODE TESTS — {message}")
+        _unavailable(f"node tests need Docker and mmdebstrap: {missing}")
     except BaseException:
         docker.stop()
         raise
     yield docker, name
     docker.stop()
+
+
+@pytest.fixture(scope="session", name="node")
+def _node(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    try:
+        built = prebuild.built(pytestconfig)
+        if isinstance(built, Exception):
+            raise built
+        control_plane = built if built is not None else binaries()
+        node = Node(
+            control_plane,
+            node_binaries(),
+            project_image(),
+            tmp_path_factory.mktemp("node"),
+            report=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except (NodeUnavailableError, ControlPlaneUnavailableError) as missing:
+        _unavailable(f"node tests need a real node, and it cannot run here: {missing}")
+    try:
+        node.start()
+    except BaseException:
+        node.stop()
+        raise
+    yield node
+    node.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """A failing test on the node shows the last lines of every process's log."""
+    report = yield
+    if report.failed and "node" in getattr(item, "fixturenames", ()):
+        node = getattr(item, "funcargs", {}).get("node")
+        if isinstance(node, Node):
+            report.sections.append(("node logs", node.logs()))
+    return report

@@ -1,0 +1,596 @@
+"""README "Install on a cluster → Path 1" and "Verify", verbatim, on a real node.
+
+The commands are read out of README.md's own blocks and run with bash in a copy
+of the tree (so `certs/` is written there), with the `test` extra's kubectl
+and this project's CLI on PATH and the test cluster's admin kubeconfig: the
+shipped manifests become real pods of the image built from the Dockerfile,
+scheduled by kube-scheduler, started by a kubelet through containerd, the
+Service served by kube-proxy, the webhook called by kube-apiserver through it.
+What the commands print is compared with README's console blocks; `doctor`
+must then be all green.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sysconfig
+import time
+
+import pytest
+
+from tests.node.cluster import Node
+from tests.node.image_support import ROOT
+from tests.node.load_support import Load
+
+pytestmark = [pytest.mark.node, pytest.mark.xdist_group("node"), pytest.mark.timeout(1200)]
+
+PIP_LINE = "python -m pip install ."
+
+
+def section(title: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"### {title}\n")
+    return text[start : text.index("\n### ", start + 1)]
+
+
+def blocks(text: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.DOTALL)
+
+
+def commands(block: str) -> list[str]:
+    """The block's commands, a backslash-continued line joined to the next."""
+    joined = block.replace("\\\n", "")
+    return [line.strip() for line in joined.splitlines() if line.strip()]
+
+
+class Shell:
+    """bash in a copy of the tree, as a user who followed the README would be."""
+
+    def __init__(self, node: Node, workdir: pathlib.Path) -> None:
+        self.cwd = workdir / "tree"
+        self.cwd.mkdir()
+        for part in ("manifests", "examples"):
+            shutil.copytree(ROOT / part, self.cwd / part)
+        (self.cwd / "certs").mkdir()
+        shutil.copy(ROOT / "certs/README.md", self.cwd / "certs/README.md")
+        scripts = sysconfig.get_path("scripts")
+        self.env = {
+            "PATH": f"{scripts}:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME": str(workdir),
+            "KUBECONFIG": str(node.kubeconfig),
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+        }
+
+    def run(self, command: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", command], cwd=self.cwd, env=self.env, capture_output=True,
+            text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module", name="shell")
+def _shell(node: Node, tmp_path_factory: pytest.TempPathFactory) -> Shell:
+    return Shell(node, tmp_path_factory.mktemp("readme"))
+
+
+@pytest.fixture(scope="module", name="path1")
+def _path1(shell: Shell, node: Node) -> list[tuple[str, subprocess.CompletedProcess[str], float]]:
+    """README Path 1, every command but the pip install (the test venv holds the CLI)."""
+    done = []
+    for command in commands(blocks(section("Path 1: without cert-manager (the `certs` command)"),
+                                   "sh")[0]):  # fmt: skip
+        if command.startswith(PIP_LINE):
+            assert shutil.which("feedbackstore-webhook", path=shell.env["PATH"])
+            continue
+        started = time.monotonic()
+        result = shell.run(command)
+        elapsed = time.monotonic() - started
+        print(f"{elapsed:6.1f} s  {command}")
+        done.append((command, result, elapsed))
+        if result.returncode != 0:
+            break
+    return done
+
+
+def test_path1_installs_and_both_rollouts_finish(
+    path1: list[tuple[str, subprocess.CompletedProcess[str], float]], node: Node
+) -> None:
+    failed = [(c, r.returncode, r.stdout, r.stderr) for c, r, _ in path1 if r.returncode != 0]
+    pods = node.kubectl("-n", "feedbackstore-system", "get", "pods", "-o", "wide").stdout
+    assert not failed, f"{failed}\n{pods}\n{node.logs()}"
+    ran = [c.split()[0:3] for c, _, _ in path1]
+    assert ran == [
+        ["feedbackstore-webhook", "certs", "--namespace"],
+        ["kubectl", "apply", "-k"],
+        ["kubectl", "-n", "feedbackstore-system"],
+        ["kubectl", "-n", "feedbackstore-system"],
+    ]
+    apply = path1[1][1]
+    # Pod Security `restricted` and everything else: not one warning.
+    assert "Warning" not in apply.stderr, apply.stderr
+    for name, (_, result, _) in zip(
+        ("feedbackstore-webhook", "feedbackstore-status-writer"), path1[2:], strict=True
+    ):
+        assert f'deployment "{name}" successfully rolled out' in result.stdout, result.stdout
+    ready = node.kubectl(
+        "-n", "feedbackstore-system", "get", "pods", "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}"
+        " {.spec.nodeName}{'\\n'}{end}",
+    ).stdout.split("\n")  # fmt: skip
+    rows = [line.split() for line in ready if line]
+    assert len(rows) == 4, pods
+    assert all(ready == "true" and where == "fsnode" for _, ready, where in rows), pods
+
+
+def test_pods_start_cleanly(path1: object, node: Node) -> None:
+    """No restart and no failed liveness or readiness probe once the install is up (a startup
+    probe may fail while the process starts: that is what it is for)."""
+    time.sleep(15)  # a few liveness and readiness periods
+    restarts = node.kubectl(
+        "-n", "feedbackstore-system", "get", "pods", "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].restartCount}"
+        "{'\\n'}{end}",
+    ).stdout  # fmt: skip
+    assert [line.split()[1] for line in restarts.splitlines()] == ["0"] * 4, restarts
+    events = node.kubectl(
+        "-n", "feedbackstore-system", "get", "events", "--field-selector", "type=Warning",
+        "-o", "jsonpath={range .items[*]}{.reason}: {.message}{'\\n'}{end}",
+    ).stdout.splitlines()  # fmt: skip
+    unexpected = [e for e in events if not e.startswith("Unhealthy: Startup probe failed")]
+    assert not unexpected, "\n".join(events)
+
+
+def test_verify_prints_what_the_readme_shows(path1: object, shell: Shell, node: Node) -> None:
+    text = section("Verify")
+    steps = commands(blocks(text, "sh")[0])
+    consoles = blocks(text, "console")
+    outputs = {}
+    for command in steps:
+        result = shell.run(command)
+        outputs[command] = result
+        if "get fs" in command:
+            # "VALIDATED: True within seconds": the status writer in its pod says so.
+            deadline = time.monotonic() + 30
+            while "True" not in _column(result.stdout, "VALIDATED") and time.monotonic() < deadline:
+                time.sleep(0.5)
+                result = shell.run(command)
+            outputs[command] = result
+    *good, refused = steps
+    for command in good:
+        assert outputs[command].returncode == 0, (command, outputs[command].stderr)
+    get_fs = next(c for c in steps if "get fs" in c)
+    header = outputs[get_fs].stdout.splitlines()[0]
+    # The comment names every column kubectl prints, in order.
+    commented = get_fs.split("#", 1)[1].split("(")[0]
+    assert header.split() == commented.split(), header
+    assert _column(outputs[get_fs].stdout, "VALIDATED") == ["True"], outputs[get_fs].stdout
+    assert outputs[refused].returncode != 0
+    assert outputs[refused].stderr == consoles[0]
+    # The transcript: `$ command`, then what it printed (stderr's warning, stdout).
+    transcript = consoles[1]
+    first, *expected = transcript.splitlines()
+    assert first.startswith("$ ")
+    result = shell.run(first[2:])
+    assert result.returncode == 0, result.stderr
+    assert (result.stderr + result.stdout).splitlines() == expected
+
+
+def _column(table: str, name: str) -> list[str]:
+    lines = table.splitlines()
+    if not lines or name not in lines[0]:
+        return []
+    start = lines[0].index(name)
+    return [line[start:].split()[0] for line in lines[1:] if len(line) > start]
+
+
+def test_doctor_is_all_green_on_the_healthy_install(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    result = shell.run("feedbackstore-webhook doctor")
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    checks = [line for line in lines if re.match(r"^(ok|WARN|FAIL|skip)\s", line)]
+    assert len(checks) == 15, result.stdout
+    assert all(line.startswith("ok ") for line in checks), result.stdout
+    assert lines[-1] == "15 checks: 15 ok, 0 warnings, 0 failed, 0 skipped — all is well"
+    answers = next(line for line in checks if line.split()[1] == "webhook-answers")
+    assert "kube-apiserver called the webhook" in answers
+    endpoints = next(line for line in checks if line.split()[1] == "service-endpoints")
+    assert "2 ready" in endpoints, endpoints
+    assert "unused" not in endpoints, endpoints
+
+
+def doctor(shell: Shell) -> tuple[int, dict[str, str], str]:
+    """(exit code, {check: ok/WARN/FAIL/skip}, the whole output) of a plain `doctor`."""
+    result = shell.run("feedbackstore-webhook doctor")
+    checks = {}
+    for line in result.stdout.splitlines():
+        found = re.match(r"^(ok|WARN|FAIL|skip)\s+(\S+)", line)
+        if found:
+            checks[found.group(2)] = found.group(1)
+    return result.returncode, checks, result.stdout + result.stderr
+
+
+def failed_checks(checks: dict[str, str]) -> set[str]:
+    return {name for name, verdict in checks.items() if verdict == "FAIL"}
+
+
+def until_healthy(shell: Shell, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        code, checks, output = doctor(shell)
+        if code == 0 and not failed_checks(checks):
+            return
+        assert time.monotonic() < deadline, f"doctor never green again:\n{output}"
+        time.sleep(1)
+
+
+def _ok(shell: Shell, command: str) -> None:
+    result = shell.run(command)
+    assert result.returncode == 0, (command, result.stdout, result.stderr)
+
+
+NS = "-n feedbackstore-system"
+WEBHOOK_PODS = "-l app.kubernetes.io/component=webhook"
+WRITER_PODS = "-l app.kubernetes.io/component=status-writer"
+OTHER_CA = (
+    "feedbackstore-webhook certs --namespace feedbackstore-system --service feedbackstore-webhook"
+    " --out-dir other-ca/ >/dev/null"
+)
+# (what is broken, the commands that break it, the checks doctor must fail, those it may also
+# fail while the kubelet refreshes a mounted Secret, the commands that repair it)
+BREAKS = {
+    "webhook-pods-down": (
+        [f"kubectl {NS} scale deployment/feedbackstore-webhook --replicas=0",
+         f"kubectl {NS} wait --for=delete pod {WEBHOOK_PODS} --timeout=90s"],
+        {"service-endpoints", "webhook-answers"}, set(),
+        [f"kubectl {NS} scale deployment/feedbackstore-webhook --replicas=2",
+         f"kubectl {NS} rollout status deployment/feedbackstore-webhook"],
+    ),
+    "writer-scaled-to-0": (
+        [f"kubectl {NS} scale deployment/feedbackstore-status-writer --replicas=0",
+         f"kubectl {NS} wait --for=delete pod {WRITER_PODS} --timeout=90s"],
+        {"status-writer-lease"}, set(),
+        [f"kubectl {NS} scale deployment/feedbackstore-status-writer --replicas=2",
+         f"kubectl {NS} rollout status deployment/feedbackstore-status-writer"],
+    ),
+    "cabundle-of-another-ca": (
+        [OTHER_CA,
+         "kubectl patch validatingwebhookconfiguration feedbackstore-webhook --type=json -p "
+         "\"[{\\\"op\\\": \\\"replace\\\", \\\"path\\\": \\\"/webhooks/0/clientConfig/caBundle\\\","
+         " \\\"value\\\": \\\"$(base64 -w0 < other-ca/ca.crt)\\\"}]\""],
+        {"ca-bundle", "webhook-answers"}, set(),
+        ["kubectl apply -k certs/"],
+    ),
+    "secret-of-another-ca": (
+        [OTHER_CA,
+         f"kubectl {NS} create secret tls feedbackstore-webhook-tls --cert other-ca/tls.crt"
+         " --key other-ca/tls.key --dry-run=client -o yaml | kubectl apply -f -"],
+        {"ca-bundle"}, {"webhook-answers"},
+        ["kubectl apply -k certs/"],
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("broken", list(BREAKS))
+def test_doctor_names_what_is_broken(path1: object, shell: Shell, broken: str) -> None:
+    breaking, must_fail, may_fail, repair = BREAKS[broken]
+    until_healthy(shell)
+    for command in breaking:
+        _ok(shell, command)
+    try:
+        code, checks, output = doctor(shell)
+        assert code == 1, output
+        assert must_fail <= failed_checks(checks) <= must_fail | may_fail, output
+        assert len(checks) == 15, output
+    finally:
+        for command in repair:
+            _ok(shell, command)
+        shell.run("rm -rf other-ca")
+    until_healthy(shell)
+
+
+def _restart_under_load(shell: Shell, node: Node, restart: str) -> tuple[int, int, list[str]]:
+    """(requests from the restart on, failures, their messages) while `restart` rolls the
+    webhook and the old pods go."""
+    _ok(shell, "kubectl create namespace load")
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            time.sleep(3)
+            before = load.counts.requests
+            started = time.monotonic()
+            _ok(shell, restart)
+            _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-webhook")
+            rolled = time.monotonic() - started
+            # The old pods' endings under load too: until only the two new pods are left.
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and _webhook_pods(node) != 2:
+                time.sleep(0.5)
+            time.sleep(3)
+            counts = load.stop()
+    finally:
+        shell.run("kubectl delete namespace load")
+    during = counts.requests - before
+    print(
+        f"{restart}: rolled in {rolled:.1f} s; {counts.requests} requests "
+        f"({during} from the restart on), {counts.failures} failed"
+    )
+    return during, counts.failures, counts.messages
+
+
+def test_rollout_restart_of_the_webhook_loses_no_request(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """`kubectl rollout restart` of the webhook under a client that creates, updates and
+    deletes FeedbackStores without pause: not one request fails (the shipped preStop delay,
+    readiness and shutdown delay at work, kube-proxy's endpoints in between)."""
+    until_healthy(shell)
+    restart = f"kubectl {NS} rollout restart deployment/feedbackstore-webhook"
+    during, failures, messages = _restart_under_load(shell, node, restart)
+    assert failures == 0, messages
+    assert during > 200  # a load that matters: hundreds of webhook calls
+
+
+def _webhook_pods(node: Node) -> int:
+    listed = node.kubectl(
+        "-n", "feedbackstore-system", "get", "pods", "-l", "app.kubernetes.io/component=webhook",
+        "-o", "name",
+    )  # fmt: skip
+    return len(listed.stdout.split())
+
+
+def _evict(node: Node, pod: str) -> tuple[int, str]:
+    body = json.dumps({
+        "apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": pod, "namespace": "feedbackstore-system"},
+    }).encode()  # fmt: skip
+    status, answer = node.plane.raw(
+        "POST", f"/api/v1/namespaces/feedbackstore-system/pods/{pod}/eviction", body,
+        "application/json",
+    )  # fmt: skip
+    return status, answer.decode(errors="replace")
+
+
+def test_the_pdb_allows_one_webhook_eviction_and_refuses_the_second(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """Under load: the first webhook pod's eviction is allowed, the second's refused by the
+    PodDisruptionBudget while the first is replaced, and no request fails."""
+    until_healthy(shell)
+    pods = node.kubectl(
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/component=webhook",
+        "-o",
+        "name",
+    ).stdout.split()
+    assert len(pods) == 2, pods
+    _ok(shell, "kubectl create namespace load")
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            time.sleep(2)
+            first = _evict(node, pods[0].split("/")[1])
+            second = _evict(node, pods[1].split("/")[1])
+            _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-webhook")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and _webhook_pods(node) != 2:
+                time.sleep(0.5)
+            time.sleep(3)
+            counts = load.stop()
+    finally:
+        shell.run("kubectl delete namespace load")
+    print(
+        f"evictions: {first[0]}, {second[0]}; {counts.requests} requests, {counts.failures} failed"
+    )
+    assert first[0] == 201, first
+    assert second[0] == 429, second
+    assert "disruption budget" in second[1], second
+    assert counts.failures == 0, counts.messages
+
+
+def test_the_standby_writer_leads_within_the_lease_when_the_leader_is_deleted(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    until_healthy(shell)
+    lease = json.loads(
+        node.kubectl(
+            "-n",
+            "feedbackstore-system",
+            "get",
+            "lease",
+            "feedbackstore-status-writer",
+            "-o",
+            "json",
+        ).stdout
+    )
+    leader = lease["spec"]["holderIdentity"].split("_")[0]
+    duration = lease["spec"]["leaseDurationSeconds"]
+    started = time.monotonic()
+    _ok(shell, f"kubectl {NS} delete pod {leader} --wait=false")
+    holder = leader
+    while time.monotonic() - started < duration + 5:
+        spec = json.loads(
+            node.kubectl(
+                "-n",
+                "feedbackstore-system",
+                "get",
+                "lease",
+                "feedbackstore-status-writer",
+                "-o",
+                "json",
+            ).stdout
+        )["spec"]
+        holder = (spec.get("holderIdentity") or "").split("_")[0]
+        if holder and holder != leader:
+            break
+        time.sleep(0.2)
+    took = time.monotonic() - started
+    print(f"leader {leader} deleted; {holder} leads after {took:.1f} s (lease {duration} s)")
+    assert holder, spec
+    assert holder != leader, holder
+    assert took < duration, took
+    # Conditions keep converging under the new leader.
+    _ok(shell, "kubectl create namespace after-handover")
+    _ok(shell, "sed 's/namespace: agents/namespace: after-handover/' examples/minimal.yaml"
+               " | kubectl apply -f -")  # fmt: skip
+    deadline = time.monotonic() + 20
+    status = ""
+    while time.monotonic() < deadline and status != "True":
+        status = node.kubectl(
+            "-n",
+            "after-handover",
+            "get",
+            "fs",
+            "support-feedback",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='Validated')].status}",
+        ).stdout
+        time.sleep(0.3)
+    assert status == "True"
+    _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-status-writer")
+    shell.run("kubectl delete namespace after-handover --wait=false")
+
+
+def _reloads(node: Node) -> dict[str, int]:
+    """Each webhook pod's count of "certificate reloaded" log lines."""
+    names = node.kubectl(
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/component=webhook",
+        "-o",
+        "name",
+    ).stdout.split()
+    counts = {}
+    for name in names:
+        log = node.kubectl("-n", "feedbackstore-system", "logs", name).stdout
+        counts[name] = log.count('"certificate reloaded"')
+    return counts
+
+
+def _until_every_pod_reloaded(node: Node, before: dict[str, int], timeout: float = 120) -> float:
+    started = time.monotonic()
+    while True:
+        now = _reloads(node)
+        if now and all(now[name] > before.get(name, 0) for name in now):
+            return time.monotonic() - started
+        assert time.monotonic() - started < timeout, (before, now)
+        time.sleep(1)
+
+
+def test_rotation_with_a_new_ca_as_the_readme_says_loses_nothing(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """README Path 1's two-CA rotation, its commands verbatim, under load: the real kubelet
+    refreshes the mounted Secret, every pod reloads, and no request fails."""
+    until_healthy(shell)
+    text = section("Path 1: without cert-manager (the `certs` command)")
+    steps = commands(blocks(text, "sh")[1])
+    assert len(steps) == 5, steps
+    *first, last = steps
+    _ok(shell, "kubectl create namespace load")
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            time.sleep(2)
+            before = _reloads(node)
+            for command in first:
+                _ok(shell, command)
+            # "each webhook pod logs "certificate reloaded" once its volume has it"
+            reloaded = _until_every_pod_reloaded(node, before)
+            _ok(shell, last)
+            time.sleep(5)
+            counts = load.stop()
+    finally:
+        shell.run("kubectl delete namespace load")
+    print(f"new CA: every pod reloaded {reloaded:.1f} s after the Secret; "
+          f"{counts.requests} requests, {counts.failures} failed")  # fmt: skip
+    assert counts.failures == 0, counts.messages
+    assert counts.requests > 200
+    until_healthy(shell, timeout=30)
+
+
+def test_renewal_from_the_same_ca_loses_nothing(path1: object, shell: Shell, node: Node) -> None:
+    """A renewal from the same CA (a new --host renews, README Path 1), then `kubectl apply -k
+    certs/`, under load: the caBundle stays valid, the pods reload, no request fails."""
+    until_healthy(shell)
+    ca_before = (shell.cwd / "certs/ca.crt").read_bytes()
+    tls_before = (shell.cwd / "certs/tls.crt").read_bytes()
+    _ok(shell, "kubectl create namespace load")
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            time.sleep(2)
+            before = _reloads(node)
+            _ok(
+                shell,
+                "feedbackstore-webhook certs --namespace feedbackstore-system"
+                " --service feedbackstore-webhook --out-dir certs/ --host renewed.example",
+            )
+            assert (shell.cwd / "certs/ca.crt").read_bytes() == ca_before
+            assert (shell.cwd / "certs/tls.crt").read_bytes() != tls_before
+            _ok(shell, "kubectl apply -k certs/")
+            reloaded = _until_every_pod_reloaded(node, before)
+            time.sleep(3)
+            counts = load.stop()
+    finally:
+        shell.run("kubectl delete namespace load")
+    print(f"renewal: every pod reloaded {reloaded:.1f} s after the apply; "
+          f"{counts.requests} requests, {counts.failures} failed")  # fmt: skip
+    assert counts.failures == 0, counts.messages
+    assert counts.requests > 200
+    until_healthy(shell, timeout=30)
+
+
+def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -> None:
+    steps = commands(blocks(section("Uninstall"), "sh")[0])
+    assert len(steps) == 4, steps
+    for command in steps:
+        started = time.monotonic()
+        result = shell.run(command)
+        print(f"{time.monotonic() - started:6.1f} s  {command}")
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+    for kind, name in (
+        ("validatingwebhookconfiguration", "feedbackstore-webhook"),
+        ("clusterrole", "feedbackstore-status-writer"),
+        ("clusterrolebinding", "feedbackstore-status-writer"),
+        ("namespace", "feedbackstore-system"),
+        ("crd", "feedbackstores.agents.ctxmesh.ai"),
+    ):
+        gone = node.kubectl("get", kind, name)
+        assert gone.returncode != 0, gone.stdout
+        assert "NotFound" in gone.stderr, gone.stderr
+    # No pod of the install is left on the node.
+    pods = node.kubectl("get", "pods", "-A", "-o", "name").stdout.split()
+    assert not [p for p in pods if "feedbackstore" in p], pods
+
+
+def test_path3_own_certificate_installs(path1: object, shell: Shell, node: Node) -> None:
+    """README Path 3 → certs/README.md "3. Bring your own", verbatim, on the cluster the
+    Uninstall left empty: a CA and serving pair of the user's own (here from `certs` into
+    another directory, copied where the commands expect them)."""
+    assert node.kubectl("get", "namespace", "feedbackstore-system").returncode != 0
+    _ok(shell, "feedbackstore-webhook certs --namespace feedbackstore-system"
+               " --service feedbackstore-webhook --out-dir byo/ >/dev/null"
+               " && cp byo/tls.crt byo/tls.key byo/ca.crt .")  # fmt: skip
+    text = (ROOT / "certs/README.md").read_text(encoding="utf-8")
+    own = text[text.index("## 3. Bring your own") :]
+    steps = commands(blocks(own, "sh")[0])
+    assert len(steps) == 4, steps
+    for command in steps:
+        result = shell.run(command)
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+    for name in ("feedbackstore-webhook", "feedbackstore-status-writer"):
+        _ok(shell, f"kubectl {NS} rollout status deployment/{name} --timeout=120s")
+    until_healthy(shell, timeout=60)
+    code, checks, output = doctor(shell)
+    assert code == 0, output
+    assert set(checks.values()) == {"ok"}, output

@@ -17,6 +17,7 @@ import orjson
 
 from webhook.cli.exit_codes import EXIT_OK
 from webhook.cli.validate_report import ChangeWarning, Entry, Report, Result, summary
+from webhook.rules.messages import counted
 
 Changes = list[ChangeWarning] | None
 UNREADABLE = "Unreadable"
@@ -166,7 +167,7 @@ def junit(report: Report, changes: Changes) -> bytes:
         )
         problems = result.problem_entries()
         if not result.valid:
-            count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+            count = counted(len(problems), "problem")
             failure = ET.SubElement(case, "failure", message=count, type="FeedbackStoreInvalid")
             failure.text = "\n".join(_junit_line(result, e) for e in problems)
         if warnings := result.warning_entries():

@@ -16,6 +16,7 @@ from webhook.cli.positions import Position, locate
 from webhook.rules import messages
 from webhook.rules.field_errors import ErrorType
 from webhook.rules.manifest import ManifestVerdict
+from webhook.rules.messages import counted
 
 if TYPE_CHECKING:
     from webhook.cli.manifest_files import ReadError
@@ -150,11 +151,9 @@ class Report:
 def summary(report: Report) -> str:
     checked = len(report.results)
     text = (
-        f"{checked} FeedbackStore{'s' if checked != 1 else ''} checked, "
-        f"{report.invalid} invalid, {report.skipped} other document"
-        f"{'s' if report.skipped != 1 else ''} skipped"
+        f"{counted(checked, 'FeedbackStore')} checked, {report.invalid} invalid, "
+        f"{counted(report.skipped, 'other document')} skipped"
     )
     if report.errors:
-        count = len(report.errors)
-        text += f", {count} input{'s' if count != 1 else ''} unreadable"
+        text += f", {counted(len(report.errors), 'input')} unreadable"
     return text

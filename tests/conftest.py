@@ -1,5 +1,6 @@
 """Set-up for the whole session that runs once, on the pytest controller, before any
-xdist worker starts: building (or finding) the `kube` tests' control plane."""
+xdist worker starts: building (or finding) the `kube` tests' control plane; and, on
+each worker, the `xdist_group` of every test where the scheduler sees it."""
 
 from __future__ import annotations
 
@@ -19,3 +20,29 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_configure_node(node: Any) -> None:
     """xdist's hook, called for each worker before it starts (`node` is its WorkerController)."""
     prebuild.hand_to_worker(node.config, node.workerinput)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep `--dist loadgroup` working: one worker per `xdist_group`.
+
+    pytest-xdist (3.8) tells the scheduler a test's group by setting `item._nodeid` to
+    `nodeid@group` on the worker; pytest 9.2 derives `nodeid` from `item._id`
+    instead, so the suffix never reached the scheduler and the `kube` and `node`
+    groups were split over both workers (each starting its own control plane or
+    node). Put the suffix where pytest 9.2 reads it.
+    """
+    if not getattr(config.option, "loadgroup", False):
+        return
+    try:
+        from _pytest.nodeid import NodeId  # pytest >= 9.2
+    except ImportError:
+        return  # older pytest reads `_nodeid`, as xdist sets it
+    for item in items:
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        suffix = "@" + "_".join(sorted(names))
+        if names and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            item._id = NodeId.parse(item.nodeid + suffix)

@@ -550,6 +550,52 @@ def test_renewal_from_the_same_ca_loses_nothing(path1: object, shell: Shell, nod
     until_healthy(shell, timeout=30)
 
 
+def test_roll_out_safely_as_the_readme_says(path1: object, shell: Shell, node: Node) -> None:
+    """README "Roll out safely": its check of what exists, its overlay and command verbatim
+    (failing open, only the labelled namespace judged), then step 4 tightens again."""
+    until_healthy(shell)
+    text = section("Roll out safely")
+    check = re.search(r"`(kubectl get fs -A -o yaml \|\s+feedbackstore-webhook validate -)`", text)
+    assert check is not None
+    _ok(shell, " ".join(check.group(1).split()))
+    overlay = blocks(text, "yaml")[0]
+    first_line, *_ = overlay.splitlines()
+    assert first_line.strip() == "# rollout/kustomization.yaml"
+    (shell.cwd / "rollout").mkdir()
+    (shell.cwd / "rollout/kustomization.yaml").write_text(
+        "\n".join(line[3:] if line.startswith("   ") else line for line in overlay.splitlines())
+    )
+    apply = re.search(r"`(kubectl apply -k rollout/ && kubectl label namespace [^`]+)`", text)
+    assert apply is not None
+    test_ns = apply.group(1).split("label namespace ")[1].split()[0]
+    _ok(shell, f"kubectl create namespace {test_ns} && kubectl create namespace untouched")
+    try:
+        _ok(shell, apply.group(1))
+        policy = node.kubectl("get", "validatingwebhookconfiguration", "feedbackstore-webhook",
+                              "-o", "jsonpath={.webhooks[0].failurePolicy}").stdout  # fmt: skip
+        assert policy == "Ignore"
+        monitor = (
+            '{"apiVersion": "agents.ctxmesh.ai/v1beta1", "kind": "FeedbackStore", "metadata":'
+            ' {"name": "monitor"}, "spec": {"mode": "Monitor", "human": {"scores":'
+            ' [{"name": "thumbs"}]}}}'
+        )
+        judged = shell.run(f"kubectl -n {test_ns} apply -f - <<<'{monitor}'")
+        unjudged = shell.run(f"kubectl -n untouched apply -f - <<<'{monitor}'")
+        assert judged.returncode == 0, judged.stderr
+        assert unjudged.returncode == 0, unjudged.stderr
+        # Only the webhook warns about Monitor: it is called for the labelled namespace alone.
+        assert "Warning: spec.mode: Monitor" in judged.stderr, judged.stderr
+        assert "Warning" not in unjudged.stderr, unjudged.stderr
+    finally:
+        # Step 4: tighten, by applying certs/ itself.
+        _ok(shell, "kubectl apply -k certs/")
+        shell.run(f"kubectl delete namespace {test_ns} untouched --wait=false")
+    policy = node.kubectl("get", "validatingwebhookconfiguration", "feedbackstore-webhook",
+                          "-o", "jsonpath={.webhooks[0].failurePolicy}").stdout  # fmt: skip
+    assert policy == "Fail"
+    until_healthy(shell, timeout=60)
+
+
 def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -> None:
     steps = commands(blocks(section("Uninstall"), "sh")[0])
     assert len(steps) == 4, steps

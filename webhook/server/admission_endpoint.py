@@ -60,7 +60,7 @@ class AdmissionEndpoint:
         try:
             return await self._handle(request)
         except Exception as error:  # answered, never raised to aiohttp
-            self._metrics.count_error("")
+            self._metrics.count("", "error")
             _log.error(
                 "internal error", exc_info=error, extra={"fields": {"remote": request.remote}}
             )
@@ -125,14 +125,15 @@ class AdmissionEndpoint:
             return self._refuse(request, 400, error.reason.value, error.message)
         except Exception as error:  # answered in the protocol
             return self._errored(review, error)
-        self._metrics.count_request(review.request.operation, decision.allowed)
+        verdict = "allowed" if decision.allowed else "denied"
+        self._metrics.count(review.request.operation, verdict)
         if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
             _record(review.request, decision)
         return web.Response(body=answer, content_type=JSON)
 
     def _errored(self, review: AdmissionReview, error: Exception) -> web.Response:
         request = review.request
-        self._metrics.count_error(request.operation)
+        self._metrics.count(request.operation, "error")
         fields = {"uid": request.uid, "operation": request.operation,
                   "namespace": request.namespace, "name": request.name}  # fmt: skip
         _log.error("internal error", exc_info=error, extra={"fields": fields})
@@ -160,7 +161,7 @@ class AdmissionEndpoint:
         allow: str | None = None,
         close: bool = False,
     ) -> web.Response:
-        self._metrics.count_bad_request(reason)
+        self._metrics.bad_requests.labels(reason).inc()
         fields = {"status": status, "reason": reason, "error": message, "remote": request.remote}
         _log.warning("bad request", extra={"fields": fields})
         response = refusal(status, message, allow=allow)

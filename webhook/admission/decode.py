@@ -1,16 +1,11 @@
 """Request bytes to a typed AdmissionReview, or a BadReviewError saying what is wrong.
 
-A malformed review is a broken or hostile client, not a FeedbackStore to judge:
-it gets a 4xx with a message naming the first thing wrong, and a short reason
-for the bad-requests metric. Nothing here recurses over the input: orjson
-refuses documents nested deeper than 1024 levels, and the envelope leaves the
-embedded objects untyped.
-
-orjson parses and `envelope`'s models validate the result, rather than the
-models parsing the bytes (`model_validate_json`): pydantic-core's parser
-accepts NaN and Infinity, which are not JSON (orjson refuses them), stops at a
-nesting depth of about 200 (an object may be nested 1,000 levels deep), and
-builds a large untyped `object` several times slower than orjson.
+A malformed review is a broken or hostile client: a 4xx naming the first thing
+wrong, and a short reason for the bad-requests metric. orjson parses and the
+envelope's models validate, rather than `model_validate_json`: pydantic-core's
+parser accepts NaN and Infinity, stops at a nesting depth of about 200 (an
+object may be nested 1,000 deep), and builds a large untyped `object` several
+times slower. Nothing here recurses over the input.
 """
 
 from __future__ import annotations

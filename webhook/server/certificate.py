@@ -1,16 +1,12 @@
-"""The serving certificate (and the client CA, if one is required), re-read when its files change.
+"""The serving certificate (and any client CA), re-read when its files change.
 
 cert-manager renewals and Secret volume updates replace the files (a mounted
-Secret swaps its `..data` symlink), so the files are polled by stat: a new
-inode, size or mtime of either file means a new pair. The pair is loaded into
-a fresh SSLContext and, only if that succeeds, made current; the listening
-context's SNI callback (which OpenSSL calls on every handshake, with or
-without SNI) hands each new handshake the current context. Connections already
-open keep the certificate they negotiated, so nothing in flight fails, and a
-bad pair (for instance a key that does not match) is refused with a log line
-while the previous pair keeps serving. The client CA file (`--client-ca-file`)
-is watched the same way: a changed bundle is loaded with the pair into new
-contexts, so the next handshake is verified against it.
+Secret swaps its `..data` symlink), so they are polled by stat. A changed pair
+is loaded into fresh contexts and only made current if that succeeds; the SNI
+callback, which OpenSSL calls on every handshake, hands each new handshake the
+current context. Open connections keep what they negotiated, so nothing in
+flight fails, and a bad pair is refused with a log line while the previous one
+keeps serving.
 """
 
 from __future__ import annotations

@@ -56,11 +56,14 @@ def _fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully."""
-    stop = _StopSignals()
+    # SIGTERM and SIGINT, in the order they arrive.
+    signals: asyncio.Queue[signal.Signals] = asyncio.Queue()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, signals.put_nowait, sig)
     running = await start(config)
     try:
         on_serving(running.port)
-        first = await stop.next()
+        first = await signals.get()
         delay = config.shutdown_delay if first == signal.SIGTERM else 0.0
         _log.info(
             "shutting down",
@@ -70,7 +73,7 @@ async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda
         running.lifecycle.shutting_down = True
         if delay:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.next(), delay)
+                await asyncio.wait_for(signals.get(), delay)
     finally:
         await running.stop()
 
@@ -164,16 +167,3 @@ async def _listen(
     return await listen(
         runner, config.host, port, ssl_context=context, handshake_timeout=config.handshake_timeout
     )
-
-
-class _StopSignals:
-    """SIGTERM and SIGINT as awaitable events, in the order they arrive."""
-
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[signal.Signals] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._queue.put_nowait, sig)
-
-    async def next(self) -> signal.Signals:
-        return await self._queue.get()

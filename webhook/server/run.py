@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,11 +20,10 @@ from aiohttp import web
 from webhook.observability.logs import logger
 from webhook.server.app import CERTIFICATE, LIFECYCLE, Lifecycle, build_app, build_probe_app
 from webhook.server.config import ServerConfig
-from webhook.server.site import TLSListener, listen
+from webhook.server.site import TLSPort, listen
 from webhook.server.tls import CertificateError
 
 _log = logger("server")
-_LINGERING_SECONDS = 2.0
 
 
 def run_server(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> int:
@@ -80,13 +78,11 @@ async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda
 
 @dataclass(frozen=True, slots=True)
 class RunningServer:
-    """A started server: its app (for state), runner and listener, and the probe port's."""
+    """A started server: its app (for state), its port, and the probe port."""
 
     app: web.Application
-    runner: web.AppRunner
-    site: TLSListener
-    probe_runner: web.AppRunner | None = None
-    probe_site: TLSListener | None = None
+    site: TLSPort
+    probe_site: TLSPort | None = None
 
     @property
     def port(self) -> int:
@@ -103,13 +99,10 @@ class RunningServer:
     async def stop(self) -> None:
         """Stop listening, let requests in flight finish (bounded), close everything."""
         self.lifecycle.shutting_down = True
-        self.site.close()
-        await self.runner.cleanup()
+        await self.site.close()
         # The probe port closes last: until then it answers /readyz with 503.
         if self.probe_site is not None:
-            self.probe_site.close()
-        if self.probe_runner is not None:
-            await self.probe_runner.cleanup()
+            await self.probe_site.close()
         _log.info("stopped")
 
 
@@ -117,29 +110,19 @@ async def start(config: ServerConfig) -> RunningServer:
     """Load the certificate, listen (and on the probe port), and mark the server ready."""
     app = build_app(config)
     certificate = app[CERTIFICATE]
-    runner = _runner(app, config)
-    await runner.setup()
-    probe_runner: web.AppRunner | None = None
-    site: TLSListener | None = None
-    probe_site: TLSListener | None = None
-    try:
-        site = await _listen(runner, config, config.port, certificate.listener)
-        if config.probe_port is not None:
-            probe_runner = _runner(build_probe_app(app), config)
-            await probe_runner.setup()
-            probe_site = await _listen(
-                probe_runner, config, config.probe_port, certificate.probe_listener
+    site = await listen(app, config, config.port, certificate.listener)
+    probe_site: TLSPort | None = None
+    if config.probe_port is not None:
+        try:
+            probe_app = build_probe_app(app)
+            probe_site = await listen(
+                probe_app, config, config.probe_port, certificate.probe_listener
             )
-    except BaseException:
-        for listener in (site, probe_site):
-            if listener is not None:
-                listener.close()
-        if probe_runner is not None:
-            await probe_runner.cleanup()
-        await runner.cleanup()
-        raise
+        except BaseException:
+            await site.close()
+            raise
     app[LIFECYCLE].accepting = True
-    running = RunningServer(app, runner, site, probe_runner, probe_site)
+    running = RunningServer(app, site, probe_site)
     _log.info(
         "serving",
         extra={"fields": {"address": site.name, "port": site.port,
@@ -148,22 +131,3 @@ async def start(config: ServerConfig) -> RunningServer:
                           "not_after": certificate.current.not_after}},
     )  # fmt: skip
     return running
-
-
-def _runner(app: web.Application, config: ServerConfig) -> web.AppRunner:
-    return web.AppRunner(
-        app,
-        access_log=None,
-        keepalive_timeout=config.idle_timeout,
-        shutdown_timeout=config.shutdown_timeout,
-        # After a 408/413 the unread rest of the body is drained this long, then dropped.
-        lingering_time=_LINGERING_SECONDS,
-    )
-
-
-async def _listen(
-    runner: web.AppRunner, config: ServerConfig, port: int, context: ssl.SSLContext
-) -> TLSListener:
-    return await listen(
-        runner, config.host, port, ssl_context=context, handshake_timeout=config.handshake_timeout
-    )

@@ -118,10 +118,7 @@ def warn_unchecked_operation(quoted_operation: str) -> str:
 
 def warn_foreign_resource(quoted_resource: str) -> str:
     """A request the webhook configuration should not have sent here."""
-    return (
-        f"{quoted_resource} is not {api.PLURAL}.{api.GROUP}: allowed unchecked; "
-        "fix the webhook's rules"
-    )
+    return f"{quoted_resource} is not {api.CRD_NAME}: allowed unchecked; fix the webhook's rules"
 
 
 def more_warnings(count: int) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.doctor.result import CheckResult, fail, ok, refused
-from webhook.doctor.snapshot import CRD_NAME, Fetched, Unreadable
+from webhook.doctor.snapshot import Fetched, Unreadable
 from webhook.kube.objects import find_condition
 from webhook.rules import api
 
@@ -15,17 +15,17 @@ _INSTALL = "kubectl apply --server-side -k manifests/crd"
 
 def check_crd(crd: Fetched) -> CheckResult:
     if isinstance(crd, Unreadable):
-        return refused(NAME, f"read CRD {CRD_NAME}", crd, "get on customresourcedefinitions")
+        return refused(NAME, f"read CRD {api.CRD_NAME}", crd, "get on customresourcedefinitions")
     if crd is None:
-        return fail(NAME, f"CRD {CRD_NAME} is not installed", _INSTALL)
+        return fail(NAME, f"CRD {api.CRD_NAME} is not installed", _INSTALL)
     established = find_condition(crd, "Established") or {}
     if established.get("status") != "True":
         accepted = find_condition(crd, "NamesAccepted") or {}
         why = established.get("message") or accepted.get("message")
         return fail(
             NAME,
-            f"CRD {CRD_NAME} is not Established" + (f": {why}" if why else ""),
-            f"kubectl describe crd {CRD_NAME}  (a name conflict or a bad schema shows there)",
+            f"CRD {api.CRD_NAME} is not Established" + (f": {why}" if why else ""),
+            f"kubectl describe crd {api.CRD_NAME}  (a name conflict or a bad schema shows there)",
         )
     versions = _versions(crd)
     served = versions.get(api.VERSION)
@@ -33,10 +33,10 @@ def check_crd(crd: Fetched) -> CheckResult:
         listed = ", ".join(sorted(versions)) or "none"
         return fail(
             NAME,
-            f"CRD {CRD_NAME} does not serve {api.VERSION} (versions: {listed})",
+            f"CRD {api.CRD_NAME} does not serve {api.VERSION} (versions: {listed})",
             _INSTALL,
         )
-    return ok(NAME, f"{CRD_NAME} Established; {_describe(versions)}{_cel_note(served)}")
+    return ok(NAME, f"{api.CRD_NAME} Established; {_describe(versions)}{_cel_note(served)}")
 
 
 def _versions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -31,10 +31,6 @@ _VALIDATED = f'.status.conditions[?(@.type=="{api.CONDITION_TYPE}")]'
 _IN_USE = f'.status.conditions[?(@.type=="{inuse.CONDITION_TYPE}")]'
 
 
-def crd_name() -> str:
-    return f"{api.PLURAL}.{api.GROUP}"
-
-
 def spec_schema(*, cel: bool = True) -> dict[str, Any]:
     """The structural schema of `spec` with the CEL rules attached where they apply.
 
@@ -95,7 +91,7 @@ def crd_manifest(*, cel: bool = True) -> dict[str, Any]:
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
             "metadata": {
-                "name": crd_name(),
+                "name": api.CRD_NAME,
                 "labels": {"app.kubernetes.io/part-of": PART_OF},
             },
             "spec": {

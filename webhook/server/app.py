@@ -31,10 +31,6 @@ class Lifecycle:
     accepting: bool = False
     shutting_down: bool = False
 
-    @property
-    def ready(self) -> bool:
-        return self.accepting and not self.shutting_down
-
 
 CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", WebhookMetrics)
@@ -114,7 +110,7 @@ async def readyz(request: web.Request) -> web.Response:
     lifecycle = request.app[LIFECYCLE]
     if lifecycle.shutting_down:
         return web.Response(status=503, text=messages.PROBE_SHUTTING_DOWN)
-    if not lifecycle.ready:
+    if not lifecycle.accepting:
         return web.Response(status=503, text=messages.PROBE_NOT_ACCEPTING)
     return web.Response(text=messages.PROBE_OK)
 

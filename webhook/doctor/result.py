@@ -37,14 +37,6 @@ class CheckResult:
     detail: str
     fix: str = ""
 
-    def as_json(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "status": str(self.level),
-            "detail": self.detail,
-            "fix": self.fix,
-        }
-
 
 def ok(name: str, detail: str) -> CheckResult:
     return CheckResult(name, Level.OK, detail)
@@ -121,5 +113,8 @@ def as_json(results: Sequence[CheckResult]) -> dict[str, Any]:
     return {
         "healthy": healthy(results),
         "summary": counts(results),
-        "checks": [result.as_json() for result in results],
+        "checks": [
+            {"name": r.name, "status": str(r.level), "detail": r.detail, "fix": r.fix}
+            for r in results
+        ],
     }

@@ -77,30 +77,6 @@ def literal(text: str) -> str:
     return f"'{escaped}'"
 
 
-@dataclass(frozen=True, slots=True)
-class _Text:
-    """Fixed text inside a generated CEL string concatenation."""
-
-    text: str
-
-
-def _concat(*parts: _Text | str) -> str:
-    """CEL concatenating `parts` (CEL expressions, or `_Text`), adjacent texts merged."""
-    pieces: list[str] = []
-    pending = ""
-    for part in parts:
-        if isinstance(part, _Text):
-            pending += part.text
-            continue
-        if pending:
-            pieces.append(literal(pending))
-            pending = ""
-        pieces.append(part)
-    if pending:
-        pieces.append(literal(pending))
-    return " + ".join(pieces)
-
-
 def _escaped(value: str) -> str:
     """CEL escaping `value` as `field_errors.quote` does, so both render a name alike."""
     for raw, escaped in GO_ESCAPES:
@@ -135,14 +111,16 @@ def _decimal(index: str) -> str:
 
 def declared_twice(message: str, value: str, first: _Position, again: _Position) -> str:
     """CEL for `<message>: "<value>" is declared at <first> and again at <again>`."""
-    return _concat(
-        _Text(f'{message}: "'),
-        _escaped(value),
-        _Text(f'" is declared at {first.prefix}['),
-        _decimal(first.index),
-        _Text(f"]{first.suffix} and again at {again.prefix}["),
-        _decimal(again.index),
-        _Text(f"]{again.suffix}"),
+    return " + ".join(
+        [
+            literal(f'{message}: "'),
+            _escaped(value),
+            literal(f'" is declared at {first.prefix}['),
+            _decimal(first.index),
+            literal(f"]{first.suffix} and again at {again.prefix}["),
+            _decimal(again.index),
+            literal(f"]{again.suffix}"),
+        ]
     )
 
 

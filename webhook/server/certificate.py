@@ -46,18 +46,14 @@ class ServingCertificate:
         self.client_ca_file = client_ca_file
         self._on_reload = on_reload
         self._signature = self._stat()
-        self._current = self._load()
+        self.current = self._load()
         # OpenSSL copies a handshake's verify mode from the listening context, and
         # verifies the peer against the store of the context selected below.
-        self.listener = self._current.context
+        self.listener = self.current.context
         self.listener.sni_callback = self._select
-        self.probe_listener = self._current.probe_context
+        self.probe_listener = self.current.probe_context
         if self.probe_listener is not self.listener:
             self.probe_listener.sni_callback = self._select_probe
-
-    @property
-    def current(self) -> LoadedPair:
-        return self._current
 
     def refresh(self) -> bool:
         """Load the pair again if any file changed since the last attempt; True if loaded."""
@@ -77,11 +73,11 @@ class ServingCertificate:
         except CertificateError as error:
             _log.error(
                 "new certificate refused; still serving the previous one",
-                extra={"fields": {"error": str(error), "serving_until": self._current.not_after}},
+                extra={"fields": {"error": str(error), "serving_until": self.current.not_after}},
             )
             self._on_reload(None)
             return False
-        self._current = loaded
+        self.current = loaded
         fields: dict[str, object] = {"cert_file": str(self.cert_file)}
         fields["not_after"] = loaded.not_after
         if self.client_ca_file is not None:
@@ -100,12 +96,12 @@ class ServingCertificate:
         return load_pair(self.cert_file, self.key_file, self.client_ca_file)
 
     def _select(self, connection: ssl.SSLObject, server_name: str | None, _: object) -> None:
-        context = self._current.context
+        context = self.current.context
         if connection.context is not context:
             connection.context = context
 
     def _select_probe(self, connection: ssl.SSLObject, server_name: str | None, _: object) -> None:
-        context = self._current.probe_context
+        context = self.current.probe_context
         if connection.context is not context:
             connection.context = context
 

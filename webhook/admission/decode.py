@@ -48,7 +48,6 @@ class BadReviewError(ValueError):
 
 
 def decode_review(body: bytes) -> AdmissionReview:
-    """Parse and type-check an AdmissionReview request body."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:

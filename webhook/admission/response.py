@@ -18,7 +18,6 @@ from webhook.admission.envelope import REVIEW_KIND, AdmissionRequest, AdmissionR
 
 
 def review_answer(review: AdmissionReview, decision: Decision) -> dict[str, Any]:
-    """The AdmissionReview to send back for `review`, carrying `decision`."""
     request = review.request
     response: dict[str, Any] = {"uid": request.uid, "allowed": decision.allowed}
     if not decision.allowed and decision.verdict is not None:

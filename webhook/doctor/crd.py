@@ -40,7 +40,6 @@ def check_crd(crd: Fetched) -> CheckResult:
 
 
 def _versions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """`spec.versions` by name."""
     spec = crd.get("spec")
     listed = spec.get("versions") if isinstance(spec, dict) else None
     return {

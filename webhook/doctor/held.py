@@ -24,7 +24,6 @@ NAME: Final = "held-deletions"
 
 
 def held(stores: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Stores being deleted that our finalizer still holds."""
     return [
         store
         for store in stores

@@ -21,7 +21,6 @@ class MetricsRegistry:
         self.registry = CollectorRegistry(auto_describe=True)
 
     def exposition(self) -> bytes:
-        """The Prometheus text format of this registry."""
         return generate_latest(self.registry)
 
 

@@ -87,7 +87,6 @@ class ServingCertificate:
         return True
 
     async def watch(self, interval: float) -> None:
-        """Poll the files every `interval` seconds until cancelled."""
         while True:
             await asyncio.sleep(interval)
             self.refresh()

@@ -32,8 +32,6 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class WebhookMetrics(MetricsRegistry):
-    """The metric families of one server."""
-
     def __init__(self) -> None:
         super().__init__()
         r = self.registry

@@ -53,7 +53,6 @@ def _fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> None:
-    """Serve until SIGTERM or SIGINT, then shut down gracefully."""
     # SIGTERM and SIGINT, in the order they arrive.
     signals: asyncio.Queue[signal.Signals] = asyncio.Queue()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -97,7 +96,6 @@ class RunningServer:
         return self.app[LIFECYCLE]
 
     async def stop(self) -> None:
-        """Stop listening, let requests in flight finish (bounded), close everything."""
         self.lifecycle.shutting_down = True
         await self.site.close()
         # The probe port closes last: until then it answers /readyz with 503.

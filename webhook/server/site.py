@@ -47,7 +47,6 @@ class TLSPort:
 async def listen(
     app: web.Application, config: ServerConfig, port: int, context: ssl.SSLContext
 ) -> TLSPort:
-    """Serve `app` on `config.host:port` with TLS from `context`."""
     runner = web.AppRunner(
         app,
         access_log=None,

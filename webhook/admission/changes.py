@@ -1,10 +1,8 @@
 """The change-impact warnings of an UPDATE (issue 17): what the new spec does to ingestion.
 
-`decide` calls this for an UPDATE it judges (spec changed, object not
-terminating), valid or not: an invalid one is still refused, and is told too.
-Never a denial. The webhook has no API access, so who uses the store is read
-from the `InUse` condition the status writer keeps on the object it is sent
-(`oldObject`; `status` is a subresource, so an UPDATE carries the same one).
+Said for every UPDATE `decide` judges, valid or not, and never a denial. Who
+uses the store is read from the `InUse` condition on `oldObject` (the webhook
+has no API access; `status` is a subresource, so an UPDATE carries the same).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The vocabulary of in-use protection (SPEC §7), stated once for every adapter.
 
-The status writer writes the `InUse` condition and holds the finalizer, the
-webhook reads the condition on DELETE to warn, the CRD shows it as a printer
-column, the doctor looks for stores the finalizer still holds. Like
-`api`, this is identity, not behaviour: no I/O, nothing to import but names,
-and the one phrase both sides of the condition's message share.
+Identity, not behaviour, like `api`: the status writer writes the `InUse`
+condition and holds the finalizer; the webhook, the CRD's printer columns and
+the doctor read them; both sides of the condition's message share one phrase.
 """
 
 import re

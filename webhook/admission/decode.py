@@ -56,11 +56,6 @@ def decode_review(body: bytes) -> AdmissionReview:
                 BadReviewReason.TOO_DEEP, messages.review_too_deep(error)
             ) from None
         raise BadReviewError(BadReviewReason.NOT_JSON, messages.review_not_json(error)) from None
-    return review_from_document(document)
-
-
-def review_from_document(document: Any) -> AdmissionReview:
-    """Type-check an already decoded AdmissionReview, naming the first thing wrong."""
     try:
         return AdmissionReview.model_validate(document)
     except ValidationError as error:

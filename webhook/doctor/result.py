@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from webhook.doctor.snapshot import Unreadable
+from webhook.rules import api
+from webhook.rules.messages import counted
 
 
 class Level(enum.StrEnum):
@@ -80,7 +82,7 @@ def refused(name: str, doing: str, found: Unreadable, needs: str) -> CheckResult
 
 
 def count_stores(count: int) -> str:
-    return f"{count} FeedbackStore{'' if count == 1 else 's'}"
+    return counted(count, api.KIND)
 
 
 def store_label(store: dict[str, Any]) -> str:

@@ -70,7 +70,7 @@ def with_users(sentence: str, count: int, agents: tuple[str, ...]) -> str:
     Names as many agents as fit; when not even the count fits, the sentence is
     cut (with "...") so that the count is still said.
     """
-    tail = f"; used by {_agents(count)}"
+    tail = f"; used by {inuse.agents(count)}"
     fitted = _naming(sentence + tail, count, agents)
     if fitted is not None:
         return fitted
@@ -81,12 +81,8 @@ def with_users(sentence: str, count: int, agents: tuple[str, ...]) -> str:
 
 def in_use_headline(quoted_name: str, count: int, agents: tuple[str, ...]) -> str:
     """The first warning when agents use the store, naming as many as fit."""
-    head = f"{api.KIND} {quoted_name} is in use by {_agents(count)}"
+    head = f"{api.KIND} {quoted_name} is in use by {inuse.agents(count)}"
     return _naming(head, count, agents) or head
-
-
-def _agents(count: int) -> str:
-    return f"{count} {inuse.AGENT_KIND if count == 1 else inuse.AGENT_KINDS}"
 
 
 def _naming(head: str, count: int, agents: tuple[str, ...]) -> str | None:

@@ -38,10 +38,13 @@ def users_phrase(holders: Sequence[str], limit: int = MAX_NAMED_AGENTS) -> str:
     The status writer writes it into `InUse`; the webhook, which has no API
     access, reads it back (`read_users`) to say who a change affects.
     """
-    count = len(holders)
-    kind = AGENT_KIND if count == 1 else AGENT_KINDS
-    rest = f" and {count - limit} more" if count > limit else ""
-    return f"{count} {kind}: {', '.join(holders[:limit])}{rest}"
+    rest = f" and {len(holders) - limit} more" if len(holders) > limit else ""
+    return f"{agents(len(holders))}: {', '.join(holders[:limit])}{rest}"
+
+
+def agents(count: int) -> str:
+    """`1 AgentDeployment`, `2 AgentDeployments`: how every message counts agents."""
+    return f"{count} {AGENT_KIND if count == 1 else AGENT_KINDS}"
 
 
 _USERS: Final = re.compile(

@@ -17,7 +17,6 @@ map` keyed by `name`, as decided on a real kube-apiserver v1.37.2
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from webhook.manifests.cel_rules import SPEC_RULES, CelRule
@@ -85,36 +84,34 @@ def printer_columns() -> list[dict[str, Any]]:
 
 
 def crd_manifest(*, cel: bool = True) -> dict[str, Any]:
-    """The whole CRD object, ready to serialise (a fresh copy on every call)."""
-    return copy.deepcopy(
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {
-                "name": api.CRD_NAME,
-                "labels": {"app.kubernetes.io/part-of": PART_OF},
+    """The whole CRD object, ready to serialise (built afresh on every call)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": api.CRD_NAME,
+            "labels": {"app.kubernetes.io/part-of": PART_OF},
+        },
+        "spec": {
+            "group": api.GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": api.KIND,
+                "listKind": f"{api.KIND}List",
+                "plural": api.PLURAL,
+                "singular": api.SINGULAR,
+                "shortNames": list(api.SHORT_NAMES),
+                "categories": list(api.CATEGORIES),
             },
-            "spec": {
-                "group": api.GROUP,
-                "scope": "Namespaced",
-                "names": {
-                    "kind": api.KIND,
-                    "listKind": f"{api.KIND}List",
-                    "plural": api.PLURAL,
-                    "singular": api.SINGULAR,
-                    "shortNames": list(api.SHORT_NAMES),
-                    "categories": list(api.CATEGORIES),
-                },
-                "versions": [
-                    {
-                        "name": api.VERSION,
-                        "served": True,
-                        "storage": True,
-                        "subresources": {"status": {}},
-                        "additionalPrinterColumns": printer_columns(),
-                        "schema": {"openAPIV3Schema": root_schema(cel=cel)},
-                    }
-                ],
-            },
-        }
-    )
+            "versions": [
+                {
+                    "name": api.VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": printer_columns(),
+                    "schema": {"openAPIV3Schema": root_schema(cel=cel)},
+                }
+            ],
+        },
+    }

@@ -36,9 +36,9 @@ Verdict = tuple[Level, str, str]
 Entry = tuple[int, dict[str, Any]]
 
 
-def admission_entries(configuration: dict[str, Any]) -> list[Entry]:
+def admission_entries(configuration: Fetched) -> list[Entry]:
     """(index, webhook) for each webhook that validates CREATE or UPDATE of FeedbackStores."""
-    webhooks = configuration.get("webhooks")
+    webhooks = configuration.get("webhooks") if isinstance(configuration, dict) else None
     return [
         (index, entry)
         for index, entry in enumerate(webhooks if isinstance(webhooks, list) else ())

@@ -130,10 +130,7 @@ def _mode(mode: object) -> Iterator[Finding]:
 
 
 def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str, str]]]:
-    """Check `spec.human`; return how many scores it declares and each name's first item.
-
-    The count is None when unknown (the type was wrong, and that was said).
-    """
+    """Check `spec.human`; return how many scores it declares and each name's first item."""
     if human is None:
         return 0, {}
     if type(human) is not dict:
@@ -168,10 +165,7 @@ def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str
 def _external(
     channels: object, human_names: dict[str, str]
 ) -> Generator[Finding, None, int | None]:
-    """Check `spec.external` against the human scores' names; return how many channels.
-
-    The count is None when unknown (the type was wrong, and that was said).
-    """
+    """Check `spec.external` against the human scores' names; return how many channels."""
     if channels is None:
         return 0
     path = "spec.external"

@@ -78,10 +78,7 @@ class ServingCertificate:
             self._on_reload(None)
             return False
         self.current = loaded
-        fields: dict[str, object] = {
-            "cert_file": str(self.cert_file),
-            "not_after": loaded.not_after,
-        }
+        fields = {"cert_file": str(self.cert_file), "not_after": loaded.not_after}
         if self.client_ca_file is not None:
             fields["client_ca_file"] = str(self.client_ca_file)
         _log.info("certificate reloaded", extra={"fields": fields})

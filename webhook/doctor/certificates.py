@@ -104,8 +104,7 @@ def check_trust(served: Served, bundle: list[x509.Certificate] | None) -> CheckR
         return fail(CA_BUNDLE, "caBundle holds no PEM certificate", _ca_fix(served))
     path = chain_to(leaf, served.chain[1:], bundle)
     if path is not None:
-        root = path[-1]
-        return ok(CA_BUNDLE, f"caBundle CA {_name(root)} verifies {_name(leaf)}")
+        return ok(CA_BUNDLE, f"caBundle CA {_name(path[-1])} verifies {_name(leaf)}")
     issuers = ", ".join(_name(ca) for ca in bundle)
     return fail(
         CA_BUNDLE,

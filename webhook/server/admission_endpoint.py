@@ -28,6 +28,7 @@ from webhook.admission import (
     review_answer,
     subject_name,
 )
+from webhook.admission.audit import ALLOWED, DENIED
 from webhook.admission.envelope import REVIEW_KIND
 from webhook.observability.logs import logger
 from webhook.server.metrics import WebhookMetrics
@@ -104,8 +105,7 @@ class AdmissionEndpoint:
             return self._refuse(request, 400, error.reason.value, error.message)
         except Exception as error:  # answered in the protocol
             return self._errored(review, error)
-        verdict = "allowed" if decision.allowed else "denied"
-        self._metrics.count(review.request.operation, verdict)
+        self._metrics.count(review.request.operation, ALLOWED if decision.allowed else DENIED)
         if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
             _record(review.request, decision)
         return web.Response(body=answer, content_type=JSON)

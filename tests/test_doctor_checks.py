@@ -39,8 +39,9 @@ from webhook.doctor.result import (
     warn,
 )
 from webhook.doctor.selectors import selects
-from webhook.doctor.snapshot import CRD_NAME, ProbeOutcome, Snapshot, Target, Unreadable
+from webhook.doctor.snapshot import ProbeOutcome, Snapshot, Target, Unreadable
 from webhook.doctor.stores import check_stores
+from webhook.rules.api import CRD_NAME
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
 TARGET = Target()

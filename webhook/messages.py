@@ -1,19 +1,10 @@
-"""Every sentence the admission webhook says to a user, in one place.
+"""Every sentence the admission webhook and its other endpoints say to a user, in one place.
 
 The words are product (SPEC §3): a reviewer reads and changes them here, not in
-the logic that decides when to say them. All a user reads from `kubectl apply`
-is here, beside the webhook's other endpoints' (the probes' bodies, the 404 and
-405 refusals). The verdict's own sentences (SPEC §1) are the rules' and live in
-`rules/messages.py`.
-
-Not here: the shape of a denial (`Kind.group "name" is invalid: ...`) is
-kube-apiserver's, in `admission/denial.py`. Audit annotation values are machine
-values, kept with their keys; so are a refusal's metav1 Status reasons
-(`NotFound`, ...), in `server/refusal.py`.
-
-Pure: no I/O, nothing but the stdlib, the rules' identity constants (`api`,
-`inuse`) and their `counted`. Sentences with no varying part are module-level constants; a function
-builds only what varies.
+the logic that decides when to say them. The verdict's own sentences (SPEC §1)
+are the rules' (`rules/messages.py`); the shape of a denial is kube-apiserver's
+(`admission/denial.py`); audit values and a refusal's Status reasons are
+machine values, kept with their keys.
 """
 
 from collections.abc import Sequence
@@ -127,10 +118,7 @@ def warn_unchecked_operation(quoted_operation: str) -> str:
 
 def warn_foreign_resource(quoted_resource: str) -> str:
     """A request the webhook configuration should not have sent here."""
-    return (
-        f"{quoted_resource} is not {api.PLURAL}.{api.GROUP}: allowed unchecked; "
-        "fix the webhook's rules"
-    )
+    return f"{quoted_resource} is not {api.CRD_NAME}: allowed unchecked; fix the webhook's rules"
 
 
 def more_warnings(count: int) -> str:

@@ -51,7 +51,7 @@ from tests.kube.cluster import (
 from tests.kube.controlplane import ControlPlane, free_port
 from webhook.certs.issue import Bundle, issue_bundle
 from webhook.cli.main import main
-from webhook.doctor.snapshot import CRD_NAME
+from webhook.rules.api import CRD_NAME
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

@@ -1,20 +1,10 @@
 """The audit trail of every answered review: `response.auditAnnotations`.
 
-kube-apiserver records each annotation in the request's audit event (audit
-level Metadata or higher) as `<webhook name>/<key>`, so the webhook's name in
-the ValidatingWebhookConfiguration is the prefix and only the plain keys are
-written here. It refuses (drops, with a line in its own log) a key whose
-`<webhook name>/<key>` is not a qualified name, and a key already set with
-another value; so each key is a fixed, short qualified-name part
-(alphanumerics and `-_.`, at most 63 characters), and each value a few words
-an auditor can grep for.
-
-| key | value |
-|---|---|
-| `verdict` | `allowed` or `denied` (the metrics' label values) |
-| `why` | the rule that decided (`webhook.admission.Why`, also in the log line) |
-| `problems` | how many problems the spec has, when it was validated |
-| `delete` | on a DELETE: the in-use decision (`webhook.admission.deletion`) |
+kube-apiserver records each annotation in the request's audit event as
+`<webhook name>/<key>` and drops (with a line in its own log) a key that does
+not make a qualified name that way, or one already set with another value; so
+each key here is a fixed, short qualified-name part, and each value a few
+words an auditor can grep for.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
 """The change-impact warnings of an UPDATE (issue 17): what the new spec does to ingestion.
 
-`decide` calls this for an UPDATE it judges (spec changed, object not
-terminating), valid or not: an invalid one is still refused, and is told too.
-Never a denial. The webhook has no API access, so who uses the store is read
-from the `InUse` condition the status writer keeps on the object it is sent
-(`oldObject`; `status` is a subresource, so an UPDATE carries the same one).
+Said for every UPDATE `decide` judges, valid or not, and never a denial. Who
+uses the store is read from the `InUse` condition on `oldObject` (the webhook
+has no API access; `status` is a subresource, so an UPDATE carries the same).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from webhook.kube.objects import find_condition
 from webhook.rules import inuse
 from webhook.rules.change_messages import change_sentence, in_use_headline, with_users
 from webhook.rules.changes import spec_changes
@@ -38,13 +37,8 @@ def _spec(obj: object) -> Any:
 
 def _users(obj: object) -> tuple[int, tuple[str, ...]] | None:
     """How many agents use the store and the first named, when its `InUse` says so."""
-    status = obj.get("status") if isinstance(obj, dict) else None
-    conditions = status.get("conditions") if isinstance(status, dict) else None
-    for condition in conditions if isinstance(conditions, list) else ():
-        if not isinstance(condition, dict) or condition.get("type") != inuse.CONDITION_TYPE:
-            continue
-        message = condition.get("message")
-        if condition.get("status") != "True" or not isinstance(message, str):
-            return None
-        return inuse.read_users(message)
-    return None
+    condition = find_condition(obj, inuse.CONDITION_TYPE)
+    message = condition.get("message") if condition is not None else None
+    if condition is None or condition.get("status") != "True" or not isinstance(message, str):
+        return None
+    return inuse.read_users(message)

@@ -27,7 +27,6 @@ CREATE: Final = "CREATE"
 UPDATE: Final = "UPDATE"
 DELETE: Final = "DELETE"
 CONNECT: Final = "CONNECT"
-OPERATIONS: Final = (CREATE, UPDATE, DELETE, CONNECT)
 
 # Problems repeated as warnings when an invalid spec is let through.
 _PROBLEMS_IN_WARNINGS: Final = 3

@@ -1,16 +1,11 @@
 """Request bytes to a typed AdmissionReview, or a BadReviewError saying what is wrong.
 
-A malformed review is a broken or hostile client, not a FeedbackStore to judge:
-it gets a 4xx with a message naming the first thing wrong, and a short reason
-for the bad-requests metric. Nothing here recurses over the input: orjson
-refuses documents nested deeper than 1024 levels, and the envelope leaves the
-embedded objects untyped.
-
-orjson parses and `envelope`'s models validate the result, rather than the
-models parsing the bytes (`model_validate_json`): pydantic-core's parser
-accepts NaN and Infinity, which are not JSON (orjson refuses them), stops at a
-nesting depth of about 200 (an object may be nested 1,000 levels deep), and
-builds a large untyped `object` several times slower than orjson.
+A malformed review is a broken or hostile client: a 4xx naming the first thing
+wrong, and a short reason for the bad-requests metric. orjson parses and the
+envelope's models validate, rather than `model_validate_json`: pydantic-core's
+parser accepts NaN and Infinity, stops at a nesting depth of about 200 (an
+object may be nested 1,000 deep), and builds a large untyped `object` several
+times slower. Nothing here recurses over the input.
 """
 
 from __future__ import annotations
@@ -53,7 +48,6 @@ class BadReviewError(ValueError):
 
 
 def decode_review(body: bytes) -> AdmissionReview:
-    """Parse and type-check an AdmissionReview request body."""
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
@@ -62,11 +56,6 @@ def decode_review(body: bytes) -> AdmissionReview:
                 BadReviewReason.TOO_DEEP, messages.review_too_deep(error)
             ) from None
         raise BadReviewError(BadReviewReason.NOT_JSON, messages.review_not_json(error)) from None
-    return review_from_document(document)
-
-
-def review_from_document(document: Any) -> AdmissionReview:
-    """Type-check an already decoded AdmissionReview, naming the first thing wrong."""
     try:
         return AdmissionReview.model_validate(document)
     except ValidationError as error:

@@ -1,17 +1,11 @@
 """The AdmissionReview envelope (admission.k8s.io/v1 and v1beta1): its one declaration.
 
-Pydantic models, which `decode` validates every request against and the
-webhook then reads. Every field kube-apiserver may send is declared, so the
-upstream round-trip fixtures (which set all of them, even a `response` inside
-a request) parse; fields a newer API server adds are ignored rather than
-refused. Types are strict (a number is not a uid) because a wrongly typed
-envelope is a broken client, answered 400 rather than guessed at. `object`,
-`oldObject` and `options` stay untyped (`RawExtension`): the rules read them,
-and typing them here would walk a 1.5 MiB object twice.
-
-What these models accept is what the webhook accepts, and their errors are
-the words of its 400 answers (the class names, Kubernetes' own, appear in
-them). The accepted apiVersions and the kind are the `Literal`s below.
+Every field kube-apiserver may send is declared, so the upstream round-trip
+fixtures (which set all of them) parse, and fields a newer server adds are
+ignored. Types are strict: a wrongly typed envelope is a broken client,
+answered 400 rather than guessed at, in these models' words. `object`,
+`oldObject` and `options` stay untyped: the rules read them, and typing them
+here would walk a 1.5 MiB object twice.
 """
 
 from __future__ import annotations

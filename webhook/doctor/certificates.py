@@ -60,12 +60,6 @@ def _base64_pem(text: object) -> list[x509.Certificate]:
         return []
 
 
-def secret_certificates(secret: dict[str, Any]) -> Served:
-    data = secret.get("data")
-    data = data if isinstance(data, dict) else {}
-    return Served(_base64_pem(data.get("tls.crt")), _base64_pem(data.get("ca.crt")))
-
-
 def ca_bundle(entry: dict[str, Any]) -> list[x509.Certificate] | None:
     """The CAs an entry trusts; None when it has no caBundle (system roots are used)."""
     text = client_config(entry, "caBundle")
@@ -84,7 +78,9 @@ def check_serving(
         )
     if secret is None:
         return _without_certificate(f"Secret {secret_ref} not found", _RENEW)
-    served = secret_certificates(secret)
+    data = secret.get("data")
+    data = data if isinstance(data, dict) else {}
+    served = Served(_base64_pem(data.get("tls.crt")), _base64_pem(data.get("ca.crt")))
     if not served.chain:
         return _without_certificate(
             f"Secret {secret_ref} has no PEM certificate under tls.crt", _RENEW
@@ -108,8 +104,7 @@ def check_trust(served: Served, bundle: list[x509.Certificate] | None) -> CheckR
         return fail(CA_BUNDLE, "caBundle holds no PEM certificate", _ca_fix(served))
     path = chain_to(leaf, served.chain[1:], bundle)
     if path is not None:
-        root = path[-1]
-        return ok(CA_BUNDLE, f"caBundle CA {_name(root)} verifies {_name(leaf)}")
+        return ok(CA_BUNDLE, f"caBundle CA {_name(path[-1])} verifies {_name(leaf)}")
     issuers = ", ".join(_name(ca) for ca in bundle)
     return fail(
         CA_BUNDLE,

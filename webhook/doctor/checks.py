@@ -21,14 +21,12 @@ def service_ref(configuration: Fetched, target: Target) -> tuple[str, str, str]:
     A `service:` registration names it; with a `url:` one kube-apiserver never
     uses a Service, so the one the doctor was told about is checked.
     """
-    if isinstance(configuration, dict):
-        for _, entry in registration.admission_entries(configuration):
-            service = registration.client_config(entry, "service")
-            if isinstance(service, dict):
-                return str(service.get("namespace")), str(service.get("name")), ""
-        if registration.admission_entries(configuration):
-            return target.namespace, target.service, "unused by a url: registration"
-    return target.namespace, target.service, ""
+    entries = registration.admission_entries(configuration)
+    for _, entry in entries:
+        service = registration.client_config(entry, "service")
+        if isinstance(service, dict):
+            return str(service.get("namespace")), str(service.get("name")), ""
+    return target.namespace, target.service, "unused by a url: registration" if entries else ""
 
 
 def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[CheckResult]:
@@ -55,10 +53,7 @@ def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Che
 
 def _serving(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[CheckResult]:
     """The certificate checks for each admission entry, one line per check."""
-    configuration = snapshot.configuration
-    entries = (
-        registration.admission_entries(configuration) if isinstance(configuration, dict) else []
-    )
+    entries = registration.admission_entries(snapshot.configuration)
     names = (certificates.CA_BUNDLE, certificates.NAMES, certificates.EXPIRY)
     if not entries:
         return [skip(name, "no webhook configuration to check against") for name in names]

@@ -23,7 +23,6 @@ from kubernetes.client.exceptions import ApiException
 from webhook.doctor.checks import service_ref
 from webhook.doctor.probe import probe_store
 from webhook.doctor.snapshot import (
-    CRD_NAME,
     KUBE_SYSTEM,
     SERVICE_NAME_LABEL,
     Fetched,
@@ -63,7 +62,7 @@ def connect(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
 def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:
     core = k8s.CoreV1Api(api_client)
     custom = k8s.CustomObjectsApi(api_client)
-    crd = _get(k8s.ApiextensionsV1Api(api_client).read_custom_resource_definition, CRD_NAME)
+    crd = _get(k8s.ApiextensionsV1Api(api_client).read_custom_resource_definition, api.CRD_NAME)
     configuration = _get(
         k8s.AdmissionregistrationV1Api(api_client).read_validating_webhook_configuration,
         target.webhook_configuration,

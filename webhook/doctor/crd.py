@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.doctor.result import CheckResult, fail, ok, refused
-from webhook.doctor.snapshot import CRD_NAME, Fetched, Unreadable
+from webhook.doctor.snapshot import Fetched, Unreadable
+from webhook.kube.objects import find_condition
 from webhook.rules import api
 
 NAME = "crd"
@@ -14,38 +15,37 @@ _INSTALL = "kubectl apply --server-side -k manifests/crd"
 
 def check_crd(crd: Fetched) -> CheckResult:
     if isinstance(crd, Unreadable):
-        return refused(NAME, f"read CRD {CRD_NAME}", crd, "get on customresourcedefinitions")
+        return refused(NAME, f"read CRD {api.CRD_NAME}", crd, "get on customresourcedefinitions")
     if crd is None:
-        return fail(NAME, f"CRD {CRD_NAME} is not installed", _INSTALL)
-    conditions = _keyed(crd, "status", "conditions", "type")
-    established = conditions.get("Established", {})
+        return fail(NAME, f"CRD {api.CRD_NAME} is not installed", _INSTALL)
+    established = find_condition(crd, "Established") or {}
     if established.get("status") != "True":
-        why = established.get("message") or conditions.get("NamesAccepted", {}).get("message")
+        accepted = find_condition(crd, "NamesAccepted") or {}
+        why = established.get("message") or accepted.get("message")
         return fail(
             NAME,
-            f"CRD {CRD_NAME} is not Established" + (f": {why}" if why else ""),
-            f"kubectl describe crd {CRD_NAME}  (a name conflict or a bad schema shows there)",
+            f"CRD {api.CRD_NAME} is not Established" + (f": {why}" if why else ""),
+            f"kubectl describe crd {api.CRD_NAME}  (a name conflict or a bad schema shows there)",
         )
-    versions = _keyed(crd, "spec", "versions", "name")
+    versions = _versions(crd)
     served = versions.get(api.VERSION)
     if served is None or not served.get("served"):
         listed = ", ".join(sorted(versions)) or "none"
         return fail(
             NAME,
-            f"CRD {CRD_NAME} does not serve {api.VERSION} (versions: {listed})",
+            f"CRD {api.CRD_NAME} does not serve {api.VERSION} (versions: {listed})",
             _INSTALL,
         )
-    return ok(NAME, f"{CRD_NAME} Established; {_describe(versions)}{_cel_note(served)}")
+    return ok(NAME, f"{api.CRD_NAME} Established; {_describe(versions)}{_cel_note(served)}")
 
 
-def _keyed(crd: dict[str, Any], part: str, field: str, key: str) -> dict[str, dict[str, Any]]:
-    """The list `crd[part][field]` by each item's `key` (conditions by type, versions by name)."""
-    parent = crd.get(part)
-    listed = parent.get(field) if isinstance(parent, dict) else None
+def _versions(crd: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    spec = crd.get("spec")
+    listed = spec.get("versions") if isinstance(spec, dict) else None
     return {
-        item[key]: item
+        item["name"]: item
         for item in (listed if isinstance(listed, list) else ())
-        if isinstance(item, dict) and isinstance(item.get(key), str)
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
     }
 
 

@@ -1,11 +1,9 @@
 """Stores that in-use protection holds in `Terminating`, and whether anyone will let them go.
 
-A store being deleted keeps our finalizer while AgentDeployments reference it;
-that is the feature working (a warning: the delete waits on the agents). It
-becomes a failure when no status writer leads (nobody will ever remove the
-finalizer) or when the writer's own condition says the store is no longer in
-use yet the finalizer stays. The fix names the exact JSON patch that removes
-our entry alone, for an admin whose writer is gone for good.
+Held while AgentDeployments reference it is the feature working (a warning).
+Held with no status writer leading, or after the writer's own condition says
+the store is no longer in use, is a failure; its fix is the JSON patch that
+removes our finalizer alone, for an admin whose writer is gone for good.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ NAME: Final = "held-deletions"
 
 
 def held(stores: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Stores being deleted that our finalizer still holds."""
     return [
         store
         for store in stores

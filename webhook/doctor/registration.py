@@ -14,7 +14,6 @@ from typing import Any, Final
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.selectors import selects
 from webhook.doctor.snapshot import (
-    CRD_NAME,
     KUBE_SYSTEM,
     NAMESPACE_NAME_LABEL,
     Fetched,
@@ -37,9 +36,9 @@ Verdict = tuple[Level, str, str]
 Entry = tuple[int, dict[str, Any]]
 
 
-def admission_entries(configuration: dict[str, Any]) -> list[Entry]:
+def admission_entries(configuration: Fetched) -> list[Entry]:
     """(index, webhook) for each webhook that validates CREATE or UPDATE of FeedbackStores."""
-    webhooks = configuration.get("webhooks")
+    webhooks = configuration.get("webhooks") if isinstance(configuration, dict) else None
     return [
         (index, entry)
         for index, entry in enumerate(webhooks if isinstance(webhooks, list) else ())
@@ -77,7 +76,7 @@ def check_registration(
     else:
         head = fail(
             REGISTRATION,
-            f"{name} has no webhook for CREATE/UPDATE of {CRD_NAME}",
+            f"{name} has no webhook for CREATE/UPDATE of {api.CRD_NAME}",
             "reapply manifests/webhook/validatingwebhookconfiguration.yaml",
         )
         why = "no webhook entry to check"

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from webhook.doctor.snapshot import Unreadable
+from webhook.rules import api
+from webhook.rules.messages import counted
 
 
 class Level(enum.StrEnum):
@@ -36,14 +38,6 @@ class CheckResult:
     level: Level
     detail: str
     fix: str = ""
-
-    def as_json(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "status": str(self.level),
-            "detail": self.detail,
-            "fix": self.fix,
-        }
 
 
 def ok(name: str, detail: str) -> CheckResult:
@@ -88,7 +82,7 @@ def refused(name: str, doing: str, found: Unreadable, needs: str) -> CheckResult
 
 
 def count_stores(count: int) -> str:
-    return f"{count} FeedbackStore{'' if count == 1 else 's'}"
+    return counted(count, api.KIND)
 
 
 def store_label(store: dict[str, Any]) -> str:
@@ -121,5 +115,8 @@ def as_json(results: Sequence[CheckResult]) -> dict[str, Any]:
     return {
         "healthy": healthy(results),
         "summary": counts(results),
-        "checks": [result.as_json() for result in results],
+        "checks": [
+            {"name": r.name, "status": str(r.level), "detail": r.detail, "fix": r.fix}
+            for r in results
+        ],
     }

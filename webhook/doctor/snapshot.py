@@ -12,10 +12,8 @@ from typing import Any, Final
 
 from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE
 from webhook.certs.kustomize import SECRET_NAME, WEBHOOK_CONFIGURATION
-from webhook.rules import api
 from webhook.status.settings import LEASE_NAME
 
-CRD_NAME: Final = f"{api.PLURAL}.{api.GROUP}"
 DEFAULT_PROBE_NAMESPACE: Final = "default"
 # Kubernetes' canonical label on every namespace, and where the cluster's own system lives.
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"

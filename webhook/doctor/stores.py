@@ -1,8 +1,6 @@
 """Is the status writer keeping up: does every FeedbackStore carry a current `Validated`?
 
-Missing: no `Validated` condition at all. Stale: its `observedGeneration` is
-behind `metadata.generation` (or absent), so it speaks of an older spec.
-Stores whose current condition is `False` are invalid objects the webhook
+A store whose current condition is `False` is an invalid object the webhook
 never saw (created before it, or while it failed open): worth a warning.
 """
 

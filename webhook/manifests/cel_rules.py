@@ -1,51 +1,30 @@
 """The cross-field invariants of SPEC §1 as CEL `x-kubernetes-validations`.
 
-Per-field limits live in the OpenAPI schema; what a schema cannot say (at
-least one source, names unique across lists) is written here once, with the
-platform's messages from `webhook.messages`, so a cluster without the webhook still
-refuses the same objects.
+A schema cannot say "at least one source" or "names unique across lists", so
+these rules do, with the platform's messages, and a cluster without the
+webhook still refuses the same objects. Their output is what users read (the
+CRD runs before any webhook), as established on a real v1.37.2 server
+(tests/kube/test_crd_real.py):
 
-What kube-apiserver prints is what users read when the CRD refuses an object
-(its rules run before any webhook), so each rule says as much as the API lets
-it, established on a real v1.37.2 server (tests/kube/test_crd_real.py):
+- `reason: FieldValueRequired` on "no source" prints the verdict's very line,
+  `spec: Required value: <platform message>`.
+- The duplicate rules keep the default `FieldValueInvalid`: with
+  `FieldValueDuplicate` kube-apiserver builds `field.Duplicate(path, value)`,
+  which drops the message and prints a bare `spec.external: Duplicate value`.
+- A `messageExpression` names the repeated value and where it is declared
+  first and last; the static `message` is the fallback should it fail. CEL
+  before Kubernetes 1.33 has no index in comprehensions, hence
+  `indexOf`/`lastIndexOf` and one duplicate named per rule.
+- `fieldPath: .external` reports the rules on `spec` at the list holding the
+  offending name (a fieldPath cannot hold an index).
 
-- `reason: FieldValueRequired` on "no source" prints
-  `spec: Required value: <platform message>`, the verdict's very line.
-- The duplicate rules keep the default reason, `FieldValueInvalid`:
-  `reason: FieldValueDuplicate` makes kube-apiserver build
-  `field.Duplicate(path, value)`, which drops the message and, the value
-  being a list, prints a bare `spec.external: Duplicate value`.
-- A `messageExpression` names the repeated value (quoted as the verdict
-  quotes it) and where it is declared first and last; the static `message`
-  stays the platform's text, and kube-apiserver falls back to it if the
-  expression ever fails. CEL before Kubernetes 1.33 has no index in its
-  comprehensions, so the positions come from the lists library's
-  `indexOf`/`lastIndexOf`, and one duplicate is named per rule (the verdict
-  names every later occurrence).
-- `fieldPath: .external` reports the rules that live on `spec` (they compare
-  human and external names) at `spec.external`, the list that holds the
-  offending name. A fieldPath cannot hold a list index.
-
-Every field used here exists from Kubernetes 1.28 (`reason`, `fieldPath`;
-`messageExpression` from 1.27), and every CEL function (`replace`,
-`indexOf`, `lastIndexOf`) from the first CEL release in CRDs, so the CRD is
-accepted from 1.28 on (MIN_KUBERNETES).
-
-Each rule sits on the narrowest node that can see everything it compares.
-kube-apiserver skips CEL when the object already has a blocking schema error
-(required, enum, too long, too many, wrong type), so a rule may assume that
-required fields are present and that every list and string respects its
-bound. Optional fields (`human`, `external`) are guarded with `has(...) ? rule :
-true` rather than `!has(...) || rule`: the two mean the same in CEL, but the
-conditional never evaluates the side it does not take in any engine, while
-cel-python evaluates both sides of `||` and, inside a comprehension, lets the
-resulting errors compound until it runs out of memory. A messageExpression
-runs only after its rule failed, so it needs no guard.
-
-Every list a rule iterates and every string it compares is bounded by
-`maxItems`/`maxLength` in the schema: kube-apiserver estimates each rule's
-worst-case cost from those bounds and rejects the CRD when the estimate
-exceeds its per-rule limit.
+Every field and CEL function used exists from Kubernetes 1.28 (MIN_KUBERNETES).
+Each rule sits on the narrowest node that sees all it compares, and may assume
+the schema's bounds hold (kube-apiserver skips CEL after a blocking schema
+error), which also bound each rule's estimated cost. Optional fields are
+guarded with `has(...) ? rule : true`, not `!has(...) || rule`: cel-python
+evaluates both sides of `||` and, inside a comprehension, compounds the errors
+until it runs out of memory.
 """
 
 from __future__ import annotations
@@ -98,30 +77,6 @@ def literal(text: str) -> str:
     return f"'{escaped}'"
 
 
-@dataclass(frozen=True, slots=True)
-class _Text:
-    """Fixed text inside a generated CEL string concatenation."""
-
-    text: str
-
-
-def _concat(*parts: _Text | str) -> str:
-    """CEL concatenating `parts` (CEL expressions, or `_Text`), adjacent texts merged."""
-    pieces: list[str] = []
-    pending = ""
-    for part in parts:
-        if isinstance(part, _Text):
-            pending += part.text
-            continue
-        if pending:
-            pieces.append(literal(pending))
-            pending = ""
-        pieces.append(part)
-    if pending:
-        pieces.append(literal(pending))
-    return " + ".join(pieces)
-
-
 def _escaped(value: str) -> str:
     """CEL escaping `value` as `field_errors.quote` does, so both render a name alike."""
     for raw, escaped in GO_ESCAPES:
@@ -156,14 +111,16 @@ def _decimal(index: str) -> str:
 
 def declared_twice(message: str, value: str, first: _Position, again: _Position) -> str:
     """CEL for `<message>: "<value>" is declared at <first> and again at <again>`."""
-    return _concat(
-        _Text(f'{message}: "'),
-        _escaped(value),
-        _Text(f'" is declared at {first.prefix}['),
-        _decimal(first.index),
-        _Text(f"]{first.suffix} and again at {again.prefix}["),
-        _decimal(again.index),
-        _Text(f"]{again.suffix}"),
+    return " + ".join(
+        [
+            literal(f'{message}: "'),
+            _escaped(value),
+            literal(f'" is declared at {first.prefix}['),
+            _decimal(first.index),
+            literal(f"]{first.suffix} and again at {again.prefix}["),
+            _decimal(again.index),
+            literal(f"]{again.suffix}"),
+        ]
     )
 
 

@@ -19,8 +19,8 @@ _TYPE_PATTERN = (
 _REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 
 
-def condition_schema() -> dict[str, Any]:
-    return {
+def status_schema() -> dict[str, Any]:
+    condition = {
         "type": "object",
         "description": "One aspect of the object's current state (metav1.Condition).",
         "required": ["lastTransitionTime", "message", "reason", "status", "type"],
@@ -38,9 +38,6 @@ def condition_schema() -> dict[str, Any]:
             "message": {"type": "string", "maxLength": 32768},
         },
     }
-
-
-def status_schema() -> dict[str, Any]:
     return {
         "type": "object",
         "description": "Written by the status writer; `Validated` mirrors the webhook's verdict.",
@@ -48,7 +45,7 @@ def status_schema() -> dict[str, Any]:
             "conditions": {
                 "type": "array",
                 "description": "Conditions by type; the status writer owns `Validated`.",
-                "items": condition_schema(),
+                "items": condition,
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["type"],
             },

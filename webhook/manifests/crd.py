@@ -1,36 +1,22 @@
 """The FeedbackStore CustomResourceDefinition, built from the rules package.
 
-Identity (group, names, categories) comes from `webhook.rules.api`, the spec schema from
-the pydantic model, the cross-field rules from `cel_rules`.
+`human.scores` and `external` stay atomic lists, not `x-kubernetes-list-type:
+map` keyed by `name`, as decided on a real kube-apiserver v1.37.2
+(tests/kube/test_crd_real.py keeps the evidence):
 
-`human.scores` and `external` stay atomic lists (the default), not
-`x-kubernetes-list-type: map` keyed by `name`. Decided on a real
-kube-apiserver v1.37.2 (tests/kube/test_crd_real.py keeps the evidence):
-
-- A duplicate key in a map list is refused by kube-apiserver itself, as
-  `spec.human.scores[2]: Duplicate value: {"name":"thumbs"}`: precise, but
-  without the platform's words, and beside our CEL rule's line unless that
-  rule goes.
-- Under server-side apply (Flux always, Argo CD with `ServerSideApply=true`,
-  `kubectl apply --server-side`) a duplicate key never reaches validation:
-  the request fails with HTTP 500 `failed to create typed patch object (...):
-  .spec.human.scores: duplicate entries for key [name="thumbs"]`, and none of
-  the object's other problems is reported. With atomic lists the same apply
-  gets the CRD's own answer, `spec.human.scores: Invalid value: human score
-  names must be unique: "thumbs" is declared at spec.human.scores[0].name and
-  again at spec.human.scores[2].name`.
-- Server-side apply would merge item by item: a score another field manager
-  added stays when the GitOps manifest does not list it, so the store in the
-  cluster silently declares more than Git does. With atomic lists that other
-  manager gets a conflict on `.spec.human.scores` and must take the whole list
-  with `--force-conflicts`; a store is configuration one owner replaces whole.
+- kube-apiserver refuses a duplicate map key itself, without the platform's
+  words; and under server-side apply (Flux, Argo CD, `kubectl apply
+  --server-side`) it never reaches validation: HTTP 500 `failed to create typed
+  patch object`, none of the object's other problems reported.
+- Server-side apply would merge item by item, so a score another field manager
+  added would silently stay when Git no longer lists it; a store is
+  configuration one owner replaces whole.
 - `external` could be keyed only by the channel `name`, never by the nested
-  `score.name` that the cross-source rules compare.
+  `score.name` the cross-source rules compare.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from webhook.manifests.cel_rules import SPEC_RULES, CelRule
@@ -42,10 +28,6 @@ from webhook.rules.model import FeedbackStoreSpec
 PART_OF = "feedbackstore-webhook"
 _VALIDATED = f'.status.conditions[?(@.type=="{api.CONDITION_TYPE}")]'
 _IN_USE = f'.status.conditions[?(@.type=="{inuse.CONDITION_TYPE}")]'
-
-
-def crd_name() -> str:
-    return f"{api.PLURAL}.{api.GROUP}"
 
 
 def spec_schema(*, cel: bool = True) -> dict[str, Any]:
@@ -102,36 +84,34 @@ def printer_columns() -> list[dict[str, Any]]:
 
 
 def crd_manifest(*, cel: bool = True) -> dict[str, Any]:
-    """The whole CRD object, ready to serialise (a fresh copy on every call)."""
-    return copy.deepcopy(
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {
-                "name": crd_name(),
-                "labels": {"app.kubernetes.io/part-of": PART_OF},
+    """The whole CRD object, ready to serialise (built afresh on every call)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": api.CRD_NAME,
+            "labels": {"app.kubernetes.io/part-of": PART_OF},
+        },
+        "spec": {
+            "group": api.GROUP,
+            "scope": "Namespaced",
+            "names": {
+                "kind": api.KIND,
+                "listKind": f"{api.KIND}List",
+                "plural": api.PLURAL,
+                "singular": api.SINGULAR,
+                "shortNames": list(api.SHORT_NAMES),
+                "categories": list(api.CATEGORIES),
             },
-            "spec": {
-                "group": api.GROUP,
-                "scope": "Namespaced",
-                "names": {
-                    "kind": api.KIND,
-                    "listKind": f"{api.KIND}List",
-                    "plural": api.PLURAL,
-                    "singular": api.SINGULAR,
-                    "shortNames": list(api.SHORT_NAMES),
-                    "categories": list(api.CATEGORIES),
-                },
-                "versions": [
-                    {
-                        "name": api.VERSION,
-                        "served": True,
-                        "storage": True,
-                        "subresources": {"status": {}},
-                        "additionalPrinterColumns": printer_columns(),
-                        "schema": {"openAPIV3Schema": root_schema(cel=cel)},
-                    }
-                ],
-            },
-        }
-    )
+            "versions": [
+                {
+                    "name": api.VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": printer_columns(),
+                    "schema": {"openAPIV3Schema": root_schema(cel=cel)},
+                }
+            ],
+        },
+    }

@@ -1,19 +1,14 @@
 """Structured logs of both processes: one JSON object per line on stderr, through stdlib logging.
 
-Log collectors in a cluster parse JSON lines without configuration, and a
-denial is searchable by its admission uid. Every logger is under one
-namespace, `feedbackstore` (`logging.getLogger("feedbackstore.status")`, or
-`logger("admission")`), and structured fields go in one mapping,
-`extra={"fields": {...}}`, whose keys become the line's (a mapping, so that
-keys such as `name` or `msg` never clash with LogRecord's own attributes).
-Whole objects are never logged at info level (they can be megabytes, and may
-hold data the log reader must not see).
+Log collectors parse JSON lines without configuration, and a denial is
+searchable by its admission uid. Loggers live under one namespace,
+`feedbackstore`, and structured fields go in one mapping, `extra={"fields":
+{...}}` (a mapping, so that keys such as `name` or `msg` never clash with
+LogRecord's own attributes). Whole objects are never logged at info level
+(they can be megabytes, and may hold what the log reader must not see).
 
-`configure` puts logging's `QueueHandler` on the root logger and a
-`QueueListener` thread behind it: a line logged on the webhook's event loop
-costs the loop a LogRecord and a queue put, while formatting and the write to
-stderr happen on the listener's thread. `stop` (run at exit, after a graceful
-SIGTERM too) writes whatever is still queued.
+A `QueueListener` thread formats and writes, so a line logged on the
+webhook's event loop costs the loop only a LogRecord and a queue put.
 """
 
 from __future__ import annotations

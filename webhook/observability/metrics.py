@@ -14,12 +14,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
 
-class Families:
-    """A registry for one component's metric objects, and its exposition."""
+class MetricsRegistry:
+    """One component's prometheus-client registry, which its metric objects register in."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
 
     def exposition(self) -> bytes:
-        """The Prometheus text format of this registry."""
         return generate_latest(self.registry)
+
+
+# The old name, until webhook/status/writer_metrics.py subclasses MetricsRegistry.
+Families = MetricsRegistry

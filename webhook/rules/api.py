@@ -16,6 +16,7 @@ PLURAL: Final = "feedbackstores"
 SINGULAR: Final = "feedbackstore"
 SHORT_NAMES: Final = ("fs",)
 CATEGORIES: Final = ("agents",)
+CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 
 Mode = Literal["Enforce", "Monitor"]
 DataType = Literal["NUMERIC", "BOOLEAN", "CATEGORICAL"]

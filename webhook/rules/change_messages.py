@@ -8,7 +8,6 @@ who uses the store, naming as many agents as still fit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 from webhook.rules import api, inuse
@@ -34,58 +33,35 @@ def _lost(change: Change, name: str) -> str:
     return f"{_name(name)} is counted as undeclared from now on"
 
 
-def _mode_enforced(change: Change) -> str:
-    return "mode Monitor -> Enforce: the gateway rejects undeclared score names from now on"
-
-
-def _mode_monitored(change: Change) -> str:
-    return "mode Enforce -> Monitor: the gateway accepts undeclared score names, only counting them"
-
-
-def _removed(change: Change) -> str:
-    head = f"score {_name(change.name)} removed from {_source(change.source)}"
-    return f"{head}: {_lost(change, change.name)}"
-
-
-def _renamed(change: Change) -> str:
-    head = f"score {_name(change.name)} renamed to {_name(change.new_name)}"
-    return f"{head} in {_source(change.new_source)}: {_lost(change, change.name)}"
-
-
-def _data_type(change: Change) -> str:
-    head = f"score {_name(change.name)} dataType {change.before} -> {change.after}"
-    return f"{head}: {change.before} values sent for it no longer match"
-
-
-def _moved(change: Change) -> str:
-    head = f"score {_name(change.name)} moved from {_source(change.source)}"
-    return f"{head} to {_source(change.new_source)}: its scores are attributed there from now on"
-
-
-def _channel_removed(change: Change) -> str:
-    head = f"channel {_name(change.name)} removed with score {_name(change.after)}"
-    return f"{head}: {_lost(change, change.after)}"
-
-
-def _channel_renamed(change: Change) -> str:
-    head = f"channel {_name(change.name)} renamed to {_name(change.new_name)}"
-    return f"{head}: score {_name(change.after)} is attributed to the new name from now on"
-
-
-_SENTENCES: Final[dict[ChangeKind, Callable[[Change], str]]] = {
-    ChangeKind.MODE_ENFORCED: _mode_enforced,
-    ChangeKind.MODE_MONITORED: _mode_monitored,
-    ChangeKind.SCORE_REMOVED: _removed,
-    ChangeKind.SCORE_RENAMED: _renamed,
-    ChangeKind.DATA_TYPE_CHANGED: _data_type,
-    ChangeKind.SCORE_MOVED: _moved,
-    ChangeKind.CHANNEL_REMOVED: _channel_removed,
-    ChangeKind.CHANNEL_RENAMED: _channel_renamed,
-}
-
-
 def change_sentence(change: Change) -> str:
-    return _SENTENCES[change.kind](change)
+    name, new_name, after = _name(change.name), _name(change.new_name), change.after
+    match change.kind:
+        case ChangeKind.MODE_ENFORCED:
+            return "mode Monitor -> Enforce: the gateway rejects undeclared score names from now on"
+        case ChangeKind.MODE_MONITORED:
+            return (
+                "mode Enforce -> Monitor: the gateway accepts undeclared score names, "
+                "only counting them"
+            )
+        case ChangeKind.SCORE_REMOVED:
+            head = f"score {name} removed from {_source(change.source)}"
+            return f"{head}: {_lost(change, change.name)}"
+        case ChangeKind.SCORE_RENAMED:
+            head = f"score {name} renamed to {new_name} in {_source(change.new_source)}"
+            return f"{head}: {_lost(change, change.name)}"
+        case ChangeKind.DATA_TYPE_CHANGED:
+            head = f"score {name} dataType {change.before} -> {after}"
+            return f"{head}: {change.before} values sent for it no longer match"
+        case ChangeKind.SCORE_MOVED:
+            head = (
+                f"score {name} moved from {_source(change.source)} to {_source(change.new_source)}"
+            )
+            return f"{head}: its scores are attributed there from now on"
+        case ChangeKind.CHANNEL_REMOVED:
+            return f"channel {name} removed with score {_name(after)}: {_lost(change, after)}"
+        case ChangeKind.CHANNEL_RENAMED:
+            head = f"channel {name} renamed to {new_name}"
+            return f"{head}: score {_name(after)} is attributed to the new name from now on"
 
 
 def with_users(sentence: str, count: int, agents: tuple[str, ...]) -> str:
@@ -94,7 +70,7 @@ def with_users(sentence: str, count: int, agents: tuple[str, ...]) -> str:
     Names as many agents as fit; when not even the count fits, the sentence is
     cut (with "...") so that the count is still said.
     """
-    tail = f"; used by {_agents(count)}"
+    tail = f"; used by {inuse.agents(count)}"
     fitted = _naming(sentence + tail, count, agents)
     if fitted is not None:
         return fitted
@@ -105,12 +81,8 @@ def with_users(sentence: str, count: int, agents: tuple[str, ...]) -> str:
 
 def in_use_headline(quoted_name: str, count: int, agents: tuple[str, ...]) -> str:
     """The first warning when agents use the store, naming as many as fit."""
-    head = f"{api.KIND} {quoted_name} is in use by {_agents(count)}"
+    head = f"{api.KIND} {quoted_name} is in use by {inuse.agents(count)}"
     return _naming(head, count, agents) or head
-
-
-def _agents(count: int) -> str:
-    return f"{count} {inuse.AGENT_KIND if count == 1 else inuse.AGENT_KINDS}"
 
 
 def _naming(head: str, count: int, agents: tuple[str, ...]) -> str | None:

@@ -1,16 +1,13 @@
 """What a change of spec does to score ingestion: old spec, new spec → changes (issue 17).
 
-A FeedbackStore is the gate of score ingestion: in `Enforce` mode the gateway
-rejects a score whose name the store does not declare, and attributes each
-declared name to its source (`human` or one external channel). So the change
-that loses data is a valid one — a name removed, renamed, retyped or moved
-while producers still send it — and this module names it, for the webhook's
-UPDATE warnings and the CLI alike. Pure: no I/O, nothing but the rules.
+In `Enforce` mode the gateway rejects an undeclared score name and attributes
+each declared one to its source, so the change that loses data is a valid one:
+a name removed, renamed, retyped or moved while producers still send it.
 
-The specs are read as sent, valid or not (an invalid UPDATE is still refused,
-and still told what it would have changed): a malformed entry is skipped, a
-duplicated name counts at its first place. Order inside a list is not a
-change; additions are not reported (they lose nothing).
+The specs are read as sent, valid or not (an invalid UPDATE is still told what
+it would have changed): a malformed entry is skipped, a duplicated name counts
+at its first place. Order inside a list is not a change; additions lose
+nothing and are not reported.
 """
 
 from __future__ import annotations

@@ -47,23 +47,21 @@ _VALUE_OMITTED = frozenset({ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.T
 _OMIT = object()
 
 
+# The JSON/OpenAPI name of each type a JSON or YAML decoder builds, as schema errors name it.
+_JSON_TYPES: dict[type, str] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    tuple: "array",
+    dict: "object",
+}
+
+
 def json_type_name(value: object) -> str:
-    """The JSON/OpenAPI name of a decoded value's type, as schema errors name it."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
 def format_value(value: object) -> str:

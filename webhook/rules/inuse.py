@@ -1,10 +1,8 @@
 """The vocabulary of in-use protection (SPEC §7), stated once for every adapter.
 
-The status writer writes the `InUse` condition and holds the finalizer, the
-webhook reads the condition on DELETE to warn, the CRD shows it as a printer
-column, the doctor looks for stores the finalizer still holds. Like
-`api`, this is identity, not behaviour: no I/O, nothing to import but names,
-and the one phrase both sides of the condition's message share.
+Identity, not behaviour, like `api`: the status writer writes the `InUse`
+condition and holds the finalizer; the webhook, the CRD's printer columns and
+the doctor read them; both sides of the condition's message share one phrase.
 """
 
 import re
@@ -40,10 +38,13 @@ def users_phrase(holders: Sequence[str], limit: int = MAX_NAMED_AGENTS) -> str:
     The status writer writes it into `InUse`; the webhook, which has no API
     access, reads it back (`read_users`) to say who a change affects.
     """
-    count = len(holders)
-    kind = AGENT_KIND if count == 1 else AGENT_KINDS
-    rest = f" and {count - limit} more" if count > limit else ""
-    return f"{count} {kind}: {', '.join(holders[:limit])}{rest}"
+    rest = f" and {len(holders) - limit} more" if len(holders) > limit else ""
+    return f"{agents(len(holders))}: {', '.join(holders[:limit])}{rest}"
+
+
+def agents(count: int) -> str:
+    """`1 AgentDeployment`, `2 AgentDeployments`: how every message counts agents."""
+    return f"{count} {AGENT_KIND if count == 1 else AGENT_KINDS}"
 
 
 _USERS: Final = re.compile(

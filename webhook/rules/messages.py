@@ -1,18 +1,10 @@
 """Every sentence the FeedbackStore rules say to a user (SPEC §1).
 
 The words are product: a reviewer reads and changes them here, not in the
-logic that decides when to say them. They are shared by the webhook, the
-status writer, the CLI and the CRD's CEL rules, so one declaration keeps a
-cluster without the webhook saying what the webhook says. What admission and
-the webhook's other endpoints say lives in `webhook/messages.py`.
-
-Not here: the field errors' own vocabulary (`Required value`, `Duplicate
-value`, ...) is apimachinery's and lives in `field_errors.py`, the DNS name
-rules' in `metadata.py`.
-
-Pure: nothing but the stdlib and `api`'s constants. Sentences with no varying
-part are module-level constants; a function builds only what varies, and only
-the error and warning paths call one.
+logic that decides when to say them. The webhook, the status writer, the CLI
+and the CRD's CEL rules share them, so a cluster without the webhook says what
+the webhook says. apimachinery's own vocabulary (`Required value`, ...) is in
+`field_errors.py`, the DNS name rules' in `metadata.py`.
 """
 
 from typing import Final

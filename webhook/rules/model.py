@@ -1,9 +1,8 @@
 """The FeedbackStore API as a typed, declarative pydantic model.
 
-The verdict (`verdict.py`) is the fast path that reports problems; this model
-is the same API stated as types with defaults, from which the CRD's OpenAPI
-schema is generated and against which the verdict is property-tested. Both
-read their limits from `api.py`, so a limit lives in exactly one place.
+The same API as the verdict's walk, stated as types with defaults: the CRD's
+OpenAPI schema is generated from it and the verdict is property-tested
+against it. Both read their limits from `api.py`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """The one FeedbackStore verdict: every problem at once, each at its field path.
 
-This is plain code over decoded JSON rather than a pydantic model on purpose:
-the admission hot path, the status writer and the CLI need Kubernetes field
-paths, apimachinery error types, warnings and unknown-field errors for every
-problem, and a hand-written walk does that at a fraction of a model's cost
-(see bench/README.md). The pydantic model in `model.py` states the same limits
-declaratively for the CRD schema and as a test oracle, and names the fields.
+Plain code over decoded JSON rather than a pydantic model on purpose: every
+adapter needs Kubernetes field paths, apimachinery error types, warnings and
+unknown-field errors for every problem, which a hand-written walk gives at a
+fraction of a model's cost (bench/README.md). `model.py` states the same
+limits declaratively, for the CRD schema and as a test oracle.
 
-Each check is a generator: it yields what it finds, in the order a reader
-meets it in the object, and returns what its caller needs next (a score's
-name, how many scores a source declares, or None when that is unknown because
-the part had the wrong type). `_verdict` keeps the first MAX_RECORDED_PROBLEMS
-problems and counts the rest, and keeps the first MAX_RECORDED_WARNINGS
-warnings, so a hostile object with millions of bad items costs counting, not
-memory.
+Each check is a generator: it yields its findings in the order a reader meets
+them in the object, and returns what its caller needs next (None when that is
+unknown because the part had the wrong type). `_verdict` keeps only the first
+findings and counts the rest, so a hostile object costs counting, not memory.
 """
 
 from __future__ import annotations
@@ -134,10 +130,7 @@ def _mode(mode: object) -> Iterator[Finding]:
 
 
 def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str, str]]]:
-    """Check `spec.human`; return how many scores it declares and each name's first item.
-
-    The count is None when unknown (the type was wrong, and that was said).
-    """
+    """Check `spec.human`; return how many scores it declares and each name's first item."""
     if human is None:
         return 0, {}
     if type(human) is not dict:
@@ -172,10 +165,7 @@ def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str
 def _external(
     channels: object, human_names: dict[str, str]
 ) -> Generator[Finding, None, int | None]:
-    """Check `spec.external` against the human scores' names; return how many channels.
-
-    The count is None when unknown (the type was wrong, and that was said).
-    """
+    """Check `spec.external` against the human scores' names; return how many channels."""
     if channels is None:
         return 0
     path = "spec.external"

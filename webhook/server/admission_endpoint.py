@@ -1,15 +1,11 @@
 """`POST /validate`: bytes in, an AdmissionReview out, through the pure admission core.
 
-The handler only enforces HTTP-level limits (method, media type, size, time),
-delegates the decision to `webhook.admission`, and records metrics and one log
-line per denial or error. Anything wrong with the client's input is a 4xx with
-a JSON Status naming the problem; the server never answers 5xx for it.
-
-Any other exception is the webhook's own fault and is answered in the protocol,
-as controller-runtime's `admission.Errored` does: an AdmissionReview with the
-request's uid, `allowed: false` and `status.code: 500`, logged once with its
-traceback and counted (`verdict="error"`). Should the review not even decode,
-there is no uid to answer with, and the answer is a JSON Status 500.
+Anything wrong with the client's input is a 4xx with a JSON Status naming the
+problem. Any other exception is the webhook's own fault and is answered in the
+protocol, as controller-runtime's `admission.Errored` does: the request's uid,
+`allowed: false`, `status.code: 500`, logged once with its traceback and
+counted (`verdict="error"`); only a review that does not decode, with no uid to
+answer with, gets a JSON Status 500.
 """
 
 from __future__ import annotations
@@ -32,6 +28,7 @@ from webhook.admission import (
     review_answer,
     subject_name,
 )
+from webhook.admission.audit import ALLOWED, DENIED
 from webhook.admission.envelope import REVIEW_KIND
 from webhook.observability.logs import logger
 from webhook.server.metrics import WebhookMetrics
@@ -60,16 +57,18 @@ class AdmissionEndpoint:
         try:
             return await self._handle(request)
         except Exception as error:  # answered, never raised to aiohttp
-            self._metrics.count_error("")
+            self._metrics.count("", "error")
             _log.error(
                 "internal error", exc_info=error, extra={"fields": {"remote": request.remote}}
             )
             return refusal(500, messages.internal_error(error))
 
     async def _handle(self, request: web.Request) -> web.Response:
-        refused = self._refuse_headers(request)
-        if refused is not None:
-            return refused
+        if request.method != "POST":
+            return self._refuse(request, 405, "method_not_allowed", messages.MSG_USE_POST, "POST")
+        if request.content_type != JSON:
+            message = messages.unsupported_media_type(JSON, request.content_type[:64])
+            return self._refuse(request, 415, "unsupported_media_type", message)
         content = request.content
         if not content.is_eof():
             return await self._answer_when_read(request)
@@ -79,20 +78,6 @@ class AdmissionEndpoint:
         if len(body) > self._max_body_bytes:
             return self._too_large(request)
         return self._answer(request, body)
-
-    def _refuse_headers(self, request: web.Request) -> web.Response | None:
-        if request.method != "POST":
-            return self._refuse(
-                request, 405, "method_not_allowed", messages.MSG_USE_POST, allow="POST"
-            )
-        if request.content_type != JSON:
-            return self._refuse(
-                request,
-                415,
-                "unsupported_media_type",
-                messages.unsupported_media_type(JSON, request.content_type[:64]),
-            )
-        return None
 
     async def _answer_when_read(self, request: web.Request) -> web.Response:
         length = request.content_length
@@ -104,13 +89,8 @@ class AdmissionEndpoint:
         except web.HTTPRequestEntityTooLarge:
             return self._too_large(request)
         except TimeoutError:
-            return self._refuse(
-                request,
-                408,
-                "body_timeout",
-                messages.body_timeout(self._body_timeout),
-                close=True,
-            )
+            message = messages.body_timeout(self._body_timeout)
+            return self._refuse(request, 408, "body_timeout", message, close=True)
         return self._answer(request, body)
 
     def _answer(self, request: web.Request, body: bytes) -> web.Response:
@@ -125,14 +105,14 @@ class AdmissionEndpoint:
             return self._refuse(request, 400, error.reason.value, error.message)
         except Exception as error:  # answered in the protocol
             return self._errored(review, error)
-        self._metrics.count_request(review.request.operation, decision.allowed)
+        self._metrics.count(review.request.operation, ALLOWED if decision.allowed else DENIED)
         if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
             _record(review.request, decision)
         return web.Response(body=answer, content_type=JSON)
 
     def _errored(self, review: AdmissionReview, error: Exception) -> web.Response:
         request = review.request
-        self._metrics.count_error(request.operation)
+        self._metrics.count(request.operation, "error")
         fields = {"uid": request.uid, "operation": request.operation,
                   "namespace": request.namespace, "name": request.name}  # fmt: skip
         _log.error("internal error", exc_info=error, extra={"fields": fields})
@@ -142,13 +122,8 @@ class AdmissionEndpoint:
         return web.Response(body=orjson.dumps(answer), content_type=JSON)
 
     def _too_large(self, request: web.Request) -> web.Response:
-        return self._refuse(
-            request,
-            413,
-            "too_large",
-            messages.body_too_large(self._max_body_bytes),
-            close=True,
-        )
+        message = messages.body_too_large(self._max_body_bytes)
+        return self._refuse(request, 413, "too_large", message, close=True)
 
     def _refuse(
         self,
@@ -156,11 +131,11 @@ class AdmissionEndpoint:
         status: int,
         reason: str,
         message: str,
-        *,
         allow: str | None = None,
+        *,
         close: bool = False,
     ) -> web.Response:
-        self._metrics.count_bad_request(reason)
+        self._metrics.bad_requests.labels(reason).inc()
         fields = {"status": status, "reason": reason, "error": message, "remote": request.remote}
         _log.warning("bad request", extra={"fields": fields})
         response = refusal(status, message, allow=allow)

@@ -31,10 +31,6 @@ class Lifecycle:
     accepting: bool = False
     shutting_down: bool = False
 
-    @property
-    def ready(self) -> bool:
-        return self.accepting and not self.shutting_down
-
 
 CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", WebhookMetrics)
@@ -109,7 +105,7 @@ def _add_probe_routes(app: web.Application) -> None:
 
 
 def _reloaded(metrics: WebhookMetrics, pair: LoadedPair | None) -> None:
-    metrics.count_reload(pair is not None)
+    metrics.reloads.labels("refused" if pair is None else "loaded").inc()
     if pair is not None:
         metrics.certificate_expiry.set(pair.not_after.timestamp())
 
@@ -136,7 +132,7 @@ async def readyz(request: web.Request) -> web.Response:
     lifecycle = request.app[LIFECYCLE]
     if lifecycle.shutting_down:
         return web.Response(status=503, text=messages.PROBE_SHUTTING_DOWN)
-    if not lifecycle.ready:
+    if not lifecycle.accepting:
         return web.Response(status=503, text=messages.PROBE_NOT_ACCEPTING)
     return web.Response(text=messages.PROBE_OK)
 
@@ -149,10 +145,10 @@ async def metrics_page(request: web.Request) -> web.Response:
 
 
 async def not_found(request: web.Request) -> web.Response:
-    request.app[METRICS].count_bad_request("not_found")
+    request.app[METRICS].bad_requests.labels("not_found").inc()
     return refusal(404, messages.no_endpoint(request.path)[:200])
 
 
 def _get_only(request: web.Request) -> web.Response:
-    request.app[METRICS].count_bad_request("method_not_allowed")
+    request.app[METRICS].bad_requests.labels("method_not_allowed").inc()
     return refusal(405, messages.get_only(request.path), allow="GET, HEAD")

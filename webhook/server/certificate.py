@@ -1,16 +1,12 @@
-"""The serving certificate (and the client CA, if one is required), re-read when its files change.
+"""The serving certificate (and any client CA), re-read when its files change.
 
 cert-manager renewals and Secret volume updates replace the files (a mounted
-Secret swaps its `..data` symlink), so the files are polled by stat: a new
-inode, size or mtime of either file means a new pair. The pair is loaded into
-a fresh SSLContext and, only if that succeeds, made current; the listening
-context's SNI callback (which OpenSSL calls on every handshake, with or
-without SNI) hands each new handshake the current context. Connections already
-open keep the certificate they negotiated, so nothing in flight fails, and a
-bad pair (for instance a key that does not match) is refused with a log line
-while the previous pair keeps serving. The client CA file (`--client-ca-file`)
-is watched the same way: a changed bundle is loaded with the pair into new
-contexts, so the next handshake is verified against it.
+Secret swaps its `..data` symlink), so they are polled by stat. A changed pair
+is loaded into fresh contexts and only made current if that succeeds; the SNI
+callback, which OpenSSL calls on every handshake, hands each new handshake the
+current context. Open connections keep what they negotiated, so nothing in
+flight fails, and a bad pair is refused with a log line while the previous one
+keeps serving.
 """
 
 from __future__ import annotations
@@ -50,18 +46,14 @@ class ServingCertificate:
         self.client_ca_file = client_ca_file
         self._on_reload = on_reload
         self._signature = self._stat()
-        self._current = self._load()
+        self.current = self._load()
         # OpenSSL copies a handshake's verify mode from the listening context, and
         # verifies the peer against the store of the context selected below.
-        self.listener = self._current.context
+        self.listener = self.current.context
         self.listener.sni_callback = self._select
-        self.probe_listener = self._current.probe_context
+        self.probe_listener = self.current.probe_context
         if self.probe_listener is not self.listener:
             self.probe_listener.sni_callback = self._select_probe
-
-    @property
-    def current(self) -> LoadedPair:
-        return self._current
 
     def refresh(self) -> bool:
         """Load the pair again if any file changed since the last attempt; True if loaded."""
@@ -81,13 +73,12 @@ class ServingCertificate:
         except CertificateError as error:
             _log.error(
                 "new certificate refused; still serving the previous one",
-                extra={"fields": {"error": str(error), "serving_until": self._current.not_after}},
+                extra={"fields": {"error": str(error), "serving_until": self.current.not_after}},
             )
             self._on_reload(None)
             return False
-        self._current = loaded
-        fields: dict[str, object] = {"cert_file": str(self.cert_file)}
-        fields["not_after"] = loaded.not_after
+        self.current = loaded
+        fields = {"cert_file": str(self.cert_file), "not_after": loaded.not_after}
         if self.client_ca_file is not None:
             fields["client_ca_file"] = str(self.client_ca_file)
         _log.info("certificate reloaded", extra={"fields": fields})
@@ -95,7 +86,6 @@ class ServingCertificate:
         return True
 
     async def watch(self, interval: float) -> None:
-        """Poll the files every `interval` seconds until cancelled."""
         while True:
             await asyncio.sleep(interval)
             self.refresh()
@@ -104,12 +94,12 @@ class ServingCertificate:
         return load_pair(self.cert_file, self.key_file, self.client_ca_file)
 
     def _select(self, connection: ssl.SSLObject, server_name: str | None, _: object) -> None:
-        context = self._current.context
+        context = self.current.context
         if connection.context is not context:
             connection.context = context
 
     def _select_probe(self, connection: ssl.SSLObject, server_name: str | None, _: object) -> None:
-        context = self._current.probe_context
+        context = self.current.probe_context
         if connection.context is not context:
             connection.context = context
 

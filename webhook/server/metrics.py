@@ -15,7 +15,7 @@ from typing import Final
 from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
-from webhook.observability.metrics import CONTENT_TYPE, Families
+from webhook.observability.metrics import CONTENT_TYPE, MetricsRegistry
 
 __all__ = ["CONTENT_TYPE", "WebhookMetrics", "measured"]
 
@@ -31,9 +31,7 @@ LATENCY_BUCKETS: Final = (
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class WebhookMetrics(Families):
-    """The metric families of one server."""
-
+class WebhookMetrics(MetricsRegistry):
     def __init__(self) -> None:
         super().__init__()
         r = self.registry
@@ -72,22 +70,10 @@ class WebhookMetrics(Families):
             registry=r,
         )
 
-    def count_request(self, operation: str, allowed: bool) -> None:
-        self._count(operation, "allowed" if allowed else "denied")
-
-    def count_error(self, operation: str) -> None:
-        """A review the webhook failed on (its own fault, answered with code 500)."""
-        self._count(operation, "error")
-
-    def _count(self, operation: str, verdict: str) -> None:
+    def count(self, operation: str, verdict: str) -> None:
+        """A review answered `allowed`, `denied` or `error` (the webhook's own fault, code 500)."""
         known = operation in _OPERATION_LABELS
         self.requests.labels(operation if known else _OTHER, verdict).inc()
-
-    def count_bad_request(self, reason: str) -> None:
-        self.bad_requests.labels(reason).inc()
-
-    def count_reload(self, loaded: bool) -> None:
-        self.reloads.labels("loaded" if loaded else "refused").inc()
 
 
 def measured(metrics: WebhookMetrics, handler: Handler) -> Handler:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,11 +20,10 @@ from aiohttp import web
 from webhook.observability.logs import logger
 from webhook.server.app import CERTIFICATE, LIFECYCLE, Lifecycle, build_app, build_probe_app
 from webhook.server.config import ServerConfig
-from webhook.server.site import TLSListener, listen
+from webhook.server.site import TLSPort, listen
 from webhook.server.tls import CertificateError
 
 _log = logger("server")
-_LINGERING_SECONDS = 2.0
 
 
 def run_server(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> int:
@@ -55,12 +53,14 @@ def _fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda _: None) -> None:
-    """Serve until SIGTERM or SIGINT, then shut down gracefully."""
-    stop = _StopSignals()
+    # SIGTERM and SIGINT, in the order they arrive.
+    signals: asyncio.Queue[signal.Signals] = asyncio.Queue()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, signals.put_nowait, sig)
     running = await start(config)
     try:
         on_serving(running.port)
-        first = await stop.next()
+        first = await signals.get()
         delay = config.shutdown_delay if first == signal.SIGTERM else 0.0
         _log.info(
             "shutting down",
@@ -70,20 +70,18 @@ async def serve(config: ServerConfig, on_serving: Callable[[int], None] = lambda
         running.lifecycle.shutting_down = True
         if delay:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.next(), delay)
+                await asyncio.wait_for(signals.get(), delay)
     finally:
         await running.stop()
 
 
 @dataclass(frozen=True, slots=True)
 class RunningServer:
-    """A started server: its app (for state), runner and listener, and the probe port's."""
+    """A started server: its app (for state), its port, and the probe port."""
 
     app: web.Application
-    runner: web.AppRunner
-    site: TLSListener
-    probe_runner: web.AppRunner | None = None
-    probe_site: TLSListener | None = None
+    site: TLSPort
+    probe_site: TLSPort | None = None
 
     @property
     def port(self) -> int:
@@ -98,15 +96,11 @@ class RunningServer:
         return self.app[LIFECYCLE]
 
     async def stop(self) -> None:
-        """Stop listening, let requests in flight finish (bounded), close everything."""
         self.lifecycle.shutting_down = True
-        self.site.close()
-        await self.runner.cleanup()
+        await self.site.close()
         # The probe port closes last: until then it answers /readyz with 503.
         if self.probe_site is not None:
-            self.probe_site.close()
-        if self.probe_runner is not None:
-            await self.probe_runner.cleanup()
+            await self.probe_site.close()
         _log.info("stopped")
 
 
@@ -114,29 +108,19 @@ async def start(config: ServerConfig) -> RunningServer:
     """Load the certificate, listen (and on the probe port), and mark the server ready."""
     app = build_app(config)
     certificate = app[CERTIFICATE]
-    runner = _runner(app, config)
-    await runner.setup()
-    probe_runner: web.AppRunner | None = None
-    site: TLSListener | None = None
-    probe_site: TLSListener | None = None
-    try:
-        site = await _listen(runner, config, config.port, certificate.listener)
-        if config.probe_port is not None:
-            probe_runner = _runner(build_probe_app(app), config)
-            await probe_runner.setup()
-            probe_site = await _listen(
-                probe_runner, config, config.probe_port, certificate.probe_listener
+    site = await listen(app, config, config.port, certificate.listener)
+    probe_site: TLSPort | None = None
+    if config.probe_port is not None:
+        try:
+            probe_app = build_probe_app(app)
+            probe_site = await listen(
+                probe_app, config, config.probe_port, certificate.probe_listener
             )
-    except BaseException:
-        for listener in (site, probe_site):
-            if listener is not None:
-                listener.close()
-        if probe_runner is not None:
-            await probe_runner.cleanup()
-        await runner.cleanup()
-        raise
+        except BaseException:
+            await site.close()
+            raise
     app[LIFECYCLE].accepting = True
-    running = RunningServer(app, runner, site, probe_runner, probe_site)
+    running = RunningServer(app, site, probe_site)
     _log.info(
         "serving",
         extra={"fields": {"address": site.name, "port": site.port,
@@ -145,35 +129,3 @@ async def start(config: ServerConfig) -> RunningServer:
                           "not_after": certificate.current.not_after}},
     )  # fmt: skip
     return running
-
-
-def _runner(app: web.Application, config: ServerConfig) -> web.AppRunner:
-    return web.AppRunner(
-        app,
-        access_log=None,
-        keepalive_timeout=config.idle_timeout,
-        shutdown_timeout=config.shutdown_timeout,
-        # After a 408/413 the unread rest of the body is drained this long, then dropped.
-        lingering_time=_LINGERING_SECONDS,
-    )
-
-
-async def _listen(
-    runner: web.AppRunner, config: ServerConfig, port: int, context: ssl.SSLContext
-) -> TLSListener:
-    return await listen(
-        runner, config.host, port, ssl_context=context, handshake_timeout=config.handshake_timeout
-    )
-
-
-class _StopSignals:
-    """SIGTERM and SIGINT as awaitable events, in the order they arrive."""
-
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[signal.Signals] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._queue.put_nowait, sig)
-
-    async def next(self) -> signal.Signals:
-        return await self._queue.get()

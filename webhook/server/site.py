@@ -1,11 +1,10 @@
-"""A TLS listener for an aiohttp runner, with a handshake deadline.
+"""A TLS port for an aiohttp application, with a handshake deadline.
 
 aiohttp's sites leave asyncio's TLS handshake timeout at 60 s; a client that
 opens connections and never finishes the handshake would hold them that long.
-So the listener is asyncio's own server (`loop.create_server` with
+So the port is asyncio's own server (`loop.create_server` with
 `ssl_handshake_timeout`) around the runner's public protocol factory,
-`AppRunner.server`. `close` stops accepting; `AppRunner.cleanup` then lets the
-requests in flight finish, as it does for its own sites.
+`AppRunner.server`.
 """
 
 from __future__ import annotations
@@ -16,12 +15,17 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from webhook.server.config import ServerConfig
+
 # aiohttp's sites' listen backlog.
 _BACKLOG = 128
+# After a 408/413 the unread rest of the body is drained this long, then dropped.
+_LINGERING_SECONDS = 2.0
 
 
 @dataclass(frozen=True, slots=True)
-class TLSListener:
+class TLSPort:
+    runner: web.AppRunner
     server: asyncio.Server
     host: str | None
 
@@ -34,30 +38,35 @@ class TLSListener:
     def name(self) -> str:
         return f"https://{self.host or '0.0.0.0'}:{self.port}"  # noqa: S104
 
-    def close(self) -> None:
-        """Stop accepting connections; the open ones are the runner's to finish."""
+    async def close(self) -> None:
+        """Stop accepting, let the requests in flight finish (bounded), then close."""
         self.server.close()
+        await self.runner.cleanup()
 
 
 async def listen(
-    runner: web.AppRunner,
-    host: str | None,
-    port: int,
-    *,
-    ssl_context: ssl.SSLContext,
-    handshake_timeout: float,
-) -> TLSListener:
-    """Listen on `host:port` for `runner` (set up) with TLS from `ssl_context`."""
-    protocols = runner.server
-    if protocols is None:
-        raise RuntimeError("the runner is not set up")
-    server = await asyncio.get_running_loop().create_server(
-        protocols,
-        host,
-        port,
-        ssl=ssl_context,
-        backlog=_BACKLOG,
-        reuse_address=True,
-        ssl_handshake_timeout=handshake_timeout,
+    app: web.Application, config: ServerConfig, port: int, context: ssl.SSLContext
+) -> TLSPort:
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        keepalive_timeout=config.idle_timeout,
+        shutdown_timeout=config.shutdown_timeout,
+        lingering_time=_LINGERING_SECONDS,
     )
-    return TLSListener(server, host)
+    await runner.setup()
+    assert runner.server is not None  # set up just above
+    try:
+        server = await asyncio.get_running_loop().create_server(
+            runner.server,
+            config.host,
+            port,
+            ssl=context,
+            backlog=_BACKLOG,
+            reuse_address=True,
+            ssl_handshake_timeout=config.handshake_timeout,
+        )
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return TLSPort(runner, server, config.host)

@@ -1,16 +1,13 @@
 """TLS settings for the webhook port and loading one certificate/key pair.
 
-kube-apiserver speaks TLS 1.2 and 1.3 with ECDHE and AEAD ciphers; nothing
-older is offered, so nothing older is accepted. A pair is always loaded into a
-fresh context: OpenSSL drops a context's private key when it is given a
-certificate that does not match it, so loading into the serving context would
-break it on a bad pair.
+kube-apiserver speaks TLS 1.2 and 1.3 with ECDHE and AEAD ciphers, so nothing
+older is accepted. A pair is always loaded into a fresh context: OpenSSL drops
+a context's private key when given a certificate that does not match it.
 
 With a client CA (`serve --client-ca-file`) the webhook port requires a client
-certificate signed by it on every handshake: only a kube-apiserver given that
-certificate (its AdmissionConfiguration's kubeconfig) gets past TLS. The
-kubelet's probes carry no client certificate, so they get a context of their
-own with the same pair and no client verification (the probe port).
+certificate it signed, so only a kube-apiserver holding one gets past TLS; the
+kubelet's probes carry none, hence a probe context with the same pair and no
+client verification.
 """
 
 from __future__ import annotations

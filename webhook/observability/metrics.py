@@ -22,7 +22,3 @@ class MetricsRegistry:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
-
-
-# The old name, until webhook/status/writer_metrics.py subclasses MetricsRegistry.
-Families = MetricsRegistry

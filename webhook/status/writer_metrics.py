@@ -11,7 +11,7 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from webhook.observability.metrics import Families
+from webhook.observability.metrics import MetricsRegistry
 
 # The label values of the counters that name theirs in their help.
 WATCH_RESTART_REASONS: Final = ("closed", "gone", "error")
@@ -33,7 +33,7 @@ def _counter_by(
     return counter
 
 
-class WriterMetrics(Families):
+class WriterMetrics(MetricsRegistry):
     def __init__(self) -> None:
         super().__init__()
         r = self.registry

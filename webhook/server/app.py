@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -36,7 +36,6 @@ CONFIG = web.AppKey("config", ServerConfig)
 METRICS = web.AppKey("metrics", WebhookMetrics)
 CERTIFICATE = web.AppKey("certificate", ServingCertificate)
 LIFECYCLE = web.AppKey("lifecycle", Lifecycle)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def build_app(config: ServerConfig) -> web.Application:
@@ -49,37 +48,16 @@ def build_app(config: ServerConfig) -> web.Application:
         client_ca_file=config.client_ca_file,
     )
     metrics.certificate_expiry.set(certificate.current.not_after.timestamp())
-    app = web.Application(
-        client_max_size=config.max_body_bytes, middlewares=[_close_connections_when_draining]
-    )
+    app = web.Application(client_max_size=config.max_body_bytes)
     app[CONFIG] = config
     app[METRICS] = metrics
     app[CERTIFICATE] = certificate
-    app[LIFECYCLE] = Lifecycle()
+    app[LIFECYCLE] = lifecycle = Lifecycle()
     app.cleanup_ctx.append(_watch_certificate)
-    endpoint = AdmissionEndpoint(metrics, config.max_body_bytes, config.body_timeout)
+    endpoint = AdmissionEndpoint(metrics, lifecycle, config.max_body_bytes, config.body_timeout)
     app.router.add_route("*", "/validate", measured(metrics, endpoint.handle))
     _add_probe_routes(app)
     return app
-
-
-@web.middleware
-async def _close_connections_when_draining(
-    request: web.Request, handler: Handler
-) -> web.StreamResponse:
-    """Once shutting down, every answer says `Connection: close`.
-
-    kube-apiserver keeps its connections to a pod alive through the Service's
-    ClusterIP long after the pod has left the endpoints; closed by the server
-    only at exit, one it is reusing at that moment fails the call ("write: broken
-    pipe", seen on a real node during `kubectl rollout restart` under load). So
-    during the shutdown delay each connection is closed cleanly after an answer,
-    and the client's next call opens a new one to a pod that stays.
-    """
-    response = await handler(request)
-    if request.app[LIFECYCLE].shutting_down:
-        response.force_close()
-    return response
 
 
 def build_probe_app(app: web.Application) -> web.Application:

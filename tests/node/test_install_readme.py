@@ -20,9 +20,11 @@ import shutil
 import subprocess
 import sysconfig
 import time
+from typing import Any
 
 import pytest
 
+from tests.kube.cluster import eventually
 from tests.node.cluster import Node
 from tests.node.image_support import ROOT
 from tests.node.load_support import Load
@@ -272,7 +274,12 @@ BREAKS = {
          f"kubectl {NS} create secret tls feedbackstore-webhook-tls --cert other-ca/tls.crt"
          " --key other-ca/tls.key --dry-run=client -o yaml | kubectl apply -f -"],
         {"ca-bundle"}, {"webhook-answers"},
-        ["kubectl apply -k certs/"],
+        # The pods that reloaded the other pair would take the good one back only at the
+        # kubelet's next refresh of the mount, and one that doctor's single probe does not
+        # reach would fail the next test's calls: fresh pods instead.
+        ["kubectl apply -k certs/",
+         f"kubectl {NS} rollout restart deployment/feedbackstore-webhook",
+         f"kubectl {NS} rollout status deployment/feedbackstore-webhook --timeout=180s"],
     ),
 }  # fmt: skip
 
@@ -640,3 +647,110 @@ def test_path3_own_certificate_installs(path1: object, shell: Shell, node: Node)
     code, checks, output = doctor(shell)
     assert code == 0, output
     assert set(checks.values()) == {"ok"}, output
+
+
+# -- bad configurations fail clearly (after Path 3: the Secret made from byo/) -------------
+
+# `generic` with the tls type: `create secret tls` would refuse a mismatched pair itself.
+RECREATE_SECRET = (
+    f"kubectl {NS} create secret generic feedbackstore-webhook-tls --type=kubernetes.io/tls"
+    " --from-file=tls.crt={cert} --from-file=tls.key={key} --dry-run=client -o yaml"
+    " | kubectl apply -f -"
+)
+
+
+def _new_webhook_pod(node: Node, before: set[str], timeout: float = 120) -> dict[str, Any]:
+    """The first webhook pod not in `before`, as the API shows it, once it exists."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listed = node.kubectl("get", "pods", *NS.split(), *WEBHOOK_PODS.split(), "-o", "json")
+        pods = [
+            p for p in json.loads(listed.stdout)["items"] if p["metadata"]["name"] not in before
+        ]
+        if pods:
+            return dict(pods[0])
+        time.sleep(0.5)
+    raise AssertionError("no new webhook pod")
+
+
+def _webhook_pod_names(node: Node) -> set[str]:
+    listed = node.kubectl("get", "pods", *NS.split(), *WEBHOOK_PODS.split(), "-o", "name")
+    return {line.removeprefix("pod/") for line in listed.stdout.split()}
+
+
+def _restart_into(shell: Shell, node: Node) -> str:
+    """Restart the webhook's rollout; the name of the first new pod (the old ones keep
+    serving: maxUnavailable 0)."""
+    before = _webhook_pod_names(node)
+    _ok(shell, f"kubectl {NS} rollout restart deployment/feedbackstore-webhook")
+    return str(_new_webhook_pod(node, before)["metadata"]["name"])
+
+
+def _repair(shell: Shell, node: Node) -> None:
+    """The good pair back, and fresh pods for it (not the crash loop's next backoff)."""
+    _ok(shell, RECREATE_SECRET.format(cert="byo/tls.crt", key="byo/tls.key"))
+    time.sleep(1.5)  # kubectl refuses a second restart within a second of the last
+    _ok(shell, f"kubectl {NS} rollout restart deployment/feedbackstore-webhook")
+    _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-webhook --timeout=180s")
+    until_healthy(shell, timeout=90)
+
+
+def test_a_mismatched_pair_keeps_the_new_pod_unready_and_its_log_says_why(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """The Secret holds a certificate and someone else's key: a new pod exits at once with
+    one log line naming both files and the reason, restarts (CrashLoopBackOff), never goes
+    Ready, and the old pods keep serving."""
+    _ok(shell, "feedbackstore-webhook certs --namespace feedbackstore-system"
+               " --service feedbackstore-webhook --out-dir other/ >/dev/null")  # fmt: skip
+    _ok(shell, RECREATE_SECRET.format(cert="byo/tls.crt", key="other/tls.key"))
+    try:
+        pod = _restart_into(shell, node)
+
+        def crashed() -> str | None:
+            logs = node.kubectl(*NS.split(), "logs", pod, "--previous")
+            return logs.stdout if logs.returncode == 0 and logs.stdout else None
+
+        log = eventually(crashed, timeout=120, what="the new pod's first exit")
+        lines = [json.loads(line) for line in log.splitlines()]
+        assert [(e["level"], e["msg"]) for e in lines if e["level"] == "error"] == [
+            ("error", "cannot load the serving certificate")
+        ], log
+        error = next(e["error"] for e in lines if e["level"] == "error")
+        assert error == (
+            "cannot serve /tls/tls.crt with key /tls/tls.key: "
+            "the private key does not match the certificate"
+        )
+        assert "Traceback" not in log
+        shown = json.loads(node.kubectl(*NS.split(), "get", "pod", pod, "-o", "json").stdout)
+        status = shown["status"]["containerStatuses"][0]
+        assert status["ready"] is False
+        assert status["lastState"]["terminated"]["exitCode"] == 1
+        ready = node.kubectl(*NS.split(), "get", "deployment/feedbackstore-webhook",
+                             "-o", "jsonpath={.status.readyReplicas}")  # fmt: skip
+        assert ready.stdout == "2", "the old pods keep serving"
+    finally:
+        _repair(shell, node)
+        shell.run("rm -rf other")
+
+
+def test_a_missing_secret_keeps_the_new_pod_creating_and_says_which(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    _ok(shell, f"kubectl {NS} delete secret feedbackstore-webhook-tls")
+    try:
+        pod = _restart_into(shell, node)
+
+        def mount_failed() -> str | None:
+            events = node.kubectl(*NS.split(), "get", "events", "--field-selector",
+                                  f"involvedObject.name={pod},reason=FailedMount",
+                                  "-o", "jsonpath={.items[*].message}")  # fmt: skip
+            return events.stdout or None
+
+        message = eventually(mount_failed, timeout=120, what="FailedMount on the new pod")
+        assert 'secret "feedbackstore-webhook-tls" not found' in message, message
+        shown = json.loads(node.kubectl(*NS.split(), "get", "pod", pod, "-o", "json").stdout)
+        waiting = shown["status"]["containerStatuses"][0]["state"]["waiting"]
+        assert waiting["reason"] == "ContainerCreating"
+    finally:
+        _repair(shell, node)

@@ -76,21 +76,21 @@ _NO_TOOLCHAIN = 3
 
 def node_binaries() -> pathlib.Path:
     """kubelet, kube-proxy, kube-scheduler and pause.tar (tests/node/build.sh, cached)."""
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False)
-    if done.returncode == _NO_TOOLCHAIN:
-        raise NodeUnavailableError(done.stderr.strip())
-    if done.returncode != 0:
-        raise RuntimeError(f"{BUILD_SCRIPT} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return pathlib.Path(done.stdout.strip().splitlines()[-1])
+    return _built(BUILD_SCRIPT)
 
 
 def project_image() -> pathlib.Path:
     """The `docker save` tarball of the project's image (tests/node/image.sh, cached)."""
-    done = subprocess.run(["bash", str(IMAGE_SCRIPT)], capture_output=True, text=True, check=False)
+    return _built(IMAGE_SCRIPT)
+
+
+def _built(script: pathlib.Path) -> pathlib.Path:
+    """What a cached build script prints last: the path of its result."""
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
     if done.returncode == _NO_TOOLCHAIN:
         raise NodeUnavailableError(done.stderr.strip())
     if done.returncode != 0:
-        raise RuntimeError(f"image.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        raise RuntimeError(f"{script.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
     return pathlib.Path(done.stdout.strip().splitlines()[-1])
 
 

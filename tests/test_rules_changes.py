@@ -10,7 +10,7 @@ import pytest
 
 from tests.admission_support.reviews import valid_spec
 from webhook.rules.change_messages import change_sentence, in_use_headline, with_users
-from webhook.rules.changes import HUMAN, Change, ChangeKind, changed_field, spec_changes
+from webhook.rules.changes import HUMAN, Change, ChangeKind, changed_fields, spec_changes
 
 K = ChangeKind
 
@@ -372,4 +372,4 @@ def test_each_change_shows_at_a_field_of_the_new_spec(
     new: dict[str, Any], fields: list[str]
 ) -> None:
     """Where the CLI puts each change's position (`validate --previous`)."""
-    assert [changed_field(c, new) for c in spec_changes(base(), new)] == fields
+    assert changed_fields(spec_changes(base(), new), new) == fields

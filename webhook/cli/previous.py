@@ -19,7 +19,7 @@ from webhook.cli.manifest_files import Document, ReadError, objects, read_all
 from webhook.cli.positions import Position, locate
 from webhook.cli.validate_report import ChangeWarning
 from webhook.rules.change_messages import change_sentence
-from webhook.rules.changes import changed_field, spec_changes
+from webhook.rules.changes import changed_fields, spec_changes
 from webhook.rules.manifest import is_feedbackstore
 
 DELETED: Final = (
@@ -50,8 +50,8 @@ def change_warnings(
             continue
         document, node, new = now[label]
         spec = new.get("spec")
-        for change in spec_changes(old.get("spec"), spec):
-            field = changed_field(change, spec)
+        changes = spec_changes(old.get("spec"), spec)
+        for change, field in zip(changes, changed_fields(changes, spec), strict=True):
             place = _position(node, field)
             warnings.append(
                 ChangeWarning(document.source, place, label, field, change_sentence(change))

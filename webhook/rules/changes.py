@@ -13,6 +13,7 @@ nothing and are not reported.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from webhook.rules import api
@@ -88,12 +89,16 @@ def spec_changes(old_spec: object, new_spec: object) -> tuple[Change, ...]:
     return tuple(changes)
 
 
-def changed_field(change: Change, new_spec: object) -> str:
-    """The field path of `new_spec` where `change` shows, for a position (the CLI's).
+def changed_fields(changes: Sequence[Change], new_spec: object) -> list[str]:
+    """The field path of `new_spec` where each of `changes` shows, for a position (the CLI's).
 
     What is gone is shown at the list that no longer holds it.
     """
     new = _view(new_spec)
+    return [_field(change, new) for change in changes]
+
+
+def _field(change: Change, new: _View) -> str:
     now = new.scores.get(change.new_name or change.name)
     kind = change.kind
     if kind in (ChangeKind.MODE_ENFORCED, ChangeKind.MODE_MONITORED):

@@ -60,9 +60,6 @@ class Verdict:
         return len(self.problems) + self.omitted
 
 
-_CLEAN = Verdict()
-
-
 def validate_feedbackstore(obj: object) -> Verdict:
     """Verdict for a whole FeedbackStore object (its `spec`; metadata is the API server's)."""
     if type(obj) is not dict:
@@ -87,8 +84,6 @@ def _verdict(findings: Iterable[Finding]) -> Verdict:
             problems.append(finding)
         else:
             omitted += 1
-    if not problems and not warnings:
-        return _CLEAN
     return Verdict(tuple(problems), tuple(warnings), omitted)
 
 

@@ -8,8 +8,7 @@ import time
 
 import pytest
 
-from webhook.kube.backoff import Backoff, backoff_delay
-from webhook.kube.workqueue import WorkQueue
+from webhook.kube.workqueue import Backoff, WorkQueue, backoff_delay
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,6 @@
-"""The writer's view of the cluster: the latest FeedbackStore per namespace/name.
+"""The latest object per namespace/name, filled by the list-watch loop and read by the workers.
 
-Filled by the list-watch loop, read by the workers; a resync replays it
-without asking the API server anything, so an up-to-date cluster costs no
-request at all.
+A resync replays it without asking the API server anything.
 """
 
 from __future__ import annotations
@@ -15,9 +13,7 @@ Key = tuple[str, str]
 
 def object_key(obj: object) -> Key | None:
     """`(namespace, name)` of a decoded object, None when it has no usable identity."""
-    if not isinstance(obj, dict):
-        return None
-    metadata = obj.get("metadata")
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
     if not isinstance(metadata, dict):
         return None
     namespace, name = metadata.get("namespace"), metadata.get("name")
@@ -35,12 +31,8 @@ def resource_version(obj: dict[str, Any]) -> str | None:
 def trimmed(obj: dict[str, Any]) -> dict[str, Any]:
     """The object without `metadata.managedFields`, which the writer never reads.
 
-    Server-side apply needs no managedFields from the client, and planning
-    reads only spec, generation, finalizers and conditions; yet managedFields
-    are more than half of a decoded FeedbackStore (measured against the real
-    kube-apiserver at 10,000 stores, bench/README.md). Dropped at the cache's
-    door, as controller-runtime's `TransformStripManagedFields` does; the
-    object is ours (freshly decoded).
+    They are over half of a decoded object (bench/README.md); dropped at the cache's door as
+    controller-runtime's `TransformStripManagedFields` does (the object is freshly decoded, ours).
     """
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
@@ -49,8 +41,6 @@ def trimmed(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class ObjectCache:
-    """Objects by key, each kept without managedFields (see `trimmed`)."""
-
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[Key, dict[str, Any]] = {}
@@ -67,8 +57,7 @@ class ObjectCache:
     def put_if_unchanged(self, key: Key, seen_version: str | None, obj: dict[str, Any]) -> bool:
         """Store our own write's result unless a newer event already replaced what we read.
 
-        Without this, a resync that runs before the watch echoes our write back
-        would see the old object and write the same condition a second time.
+        Else a resync before the watch echoes our write would write the same condition again.
         """
         trimmed(obj)
         with self._lock:

@@ -1,18 +1,13 @@
-"""The calls the plumbing makes, through the official `kubernetes` client, read as raw JSON.
+"""The plumbing's calls through the official client's `CustomObjectsApi`, read as raw JSON.
 
-Everything goes through `CustomObjectsApi` with plain dict bodies, on purpose:
-- custom resources have no generated model, and reading the raw response
-  (`_preload_content=False`) skips the client's per-object model machinery;
-- Leases go through it too: `CoordinationV1Api` turns a body into a `V1Lease`
-  whose datetimes are written with `isoformat()`, which drops the fraction of
-  a MicroTime when microseconds are zero and is then rejected by the API
-  server. A dict keeps our exact `...00.000000Z` text.
+Custom resources have no generated model; Leases go this way too, as `V1Lease` writes a MicroTime
+with `isoformat()`, dropping a zero fraction, which the API server rejects.
 """
 
 from __future__ import annotations
 
 import http
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 import urllib3
@@ -29,6 +24,7 @@ LEASES: Final = "leases"
 # (connect, read) seconds: a hung API server must not hold a worker forever.
 REQUEST_TIMEOUT: Final = (10.0, 30.0)
 LIST_TIMEOUT: Final = (10.0, 120.0)
+_RAW: Final[dict[str, Any]] = {"_preload_content": False, "_request_timeout": REQUEST_TIMEOUT}
 
 # Errors of the connection itself (refused, reset, timed out, cut mid-body).
 TRANSPORT_ERRORS: Final = (urllib3.exceptions.HTTPError, OSError)
@@ -47,11 +43,8 @@ def status_code(error: BaseException) -> int | None:
 def error_text(error: BaseException) -> str:
     """What a log line says of a failed call, at most 500 characters.
 
-    The API's own Status message when the server sent one: for a refusal it names
-    the user, the verb and the resource word for word (`... is forbidden: User "x"
-    cannot list resource "feedbackstores" in API group ... at the cluster scope`),
-    which is what an admin needs to fix the RBAC; the client's exception text
-    would be its headers. Otherwise the exception itself.
+    The server's Status message when there is one: a refusal names the user, verb and resource
+    word for word, what an admin needs to fix the RBAC (the exception's text is its headers).
     """
     body = error.body if isinstance(error, ApiException) else None
     try:
@@ -75,11 +68,7 @@ def retry_after(error: BaseException, cap: float = 30.0) -> float:
 
 
 def raw_response(response: object) -> urllib3.BaseHTTPResponse:
-    """What a call with `_preload_content=False` returns: the unread urllib3 response.
-
-    The client hands back the urllib3 response itself, or (some versions) its
-    `RESTResponse` wrapper holding it in `.response`.
-    """
+    """The unread urllib3 response of a `_preload_content=False` call (or of its wrapper)."""
     if isinstance(response, urllib3.BaseHTTPResponse):
         return response
     inner = getattr(response, "response", None)
@@ -97,6 +86,10 @@ def read_json(response: object) -> Any:
         raw.release_conn()
 
 
+def read_object(response: object) -> dict[str, Any]:
+    return cast("dict[str, Any]", read_json(response))
+
+
 def read_page(response: object) -> Page:
     """One page of a list answer: its items, resourceVersion and continue token."""
     decoded = read_json(response)
@@ -111,11 +104,7 @@ def read_page(response: object) -> Page:
 
 
 class CollectionApi:
-    """List (in pages) and watch one custom resource, in one namespace or all.
-
-    What the `Informer` needs and nothing more. No GET: the watch keeps the
-    view current.
-    """
+    """List (in pages) and watch one custom resource, in one namespace or all; no GET."""
 
     def __init__(
         self, api_client: ApiClient, resource: Resource, namespace: str | None = None
@@ -125,17 +114,15 @@ class CollectionApi:
         self.namespace = namespace
 
     def list(self, page_size: int | None = PAGE_SIZE) -> Listed:
-        """Every object and the list's resourceVersion to watch from, in pages."""
         return list_all(self.list_page, page_size)
 
     def list_page(self, limit: int | None, token: str | None) -> Page:
-        """One list request: up to `limit` objects, after `token` when given."""
         return read_page(
             self._collection(limit=limit, _continue=token, _request_timeout=LIST_TIMEOUT)
         )
 
     def served(self) -> bool:
-        """Whether the resource is served: a one-item list, 404 when it is not."""
+        """A one-item list: 404 when the resource is not served."""
         try:
             self.list_page(1, None)
         except Exception as error:
@@ -147,7 +134,7 @@ class CollectionApi:
     def watch(
         self, resource_version: str, timeout_seconds: int, read_timeout: float
     ) -> urllib3.BaseHTTPResponse:
-        """An open watch stream from `resource_version`, with bookmarks; the caller closes it."""
+        """An open watch stream with bookmarks; the caller closes it."""
         return self._collection(
             watch=True,
             resource_version=resource_version,
@@ -173,59 +160,38 @@ class LeaseApi:
     """Read, create and replace one `coordination.k8s.io/v1` Lease as a plain dict."""
 
     def __init__(
-        self,
-        api_client: ApiClient,
-        namespace: str,
-        name: str,
-        field_manager: str | None = None,
+        self, api_client: ApiClient, namespace: str, name: str, field_manager: str | None = None
     ) -> None:
         self._api = CustomObjectsApi(api_client)
         self.namespace = namespace
         self.name = name
-        # Group, version, namespace and plural: where every call finds the Lease.
         self._where = (LEASE_GROUP, LEASE_VERSION, namespace, LEASES)
-        self._options: dict[str, Any] = {"_preload_content": False}
-        self._options["_request_timeout"] = REQUEST_TIMEOUT
+        self._options = dict(_RAW)
         if field_manager is not None:
             self._options["field_manager"] = field_manager
 
     def get(self) -> dict[str, Any] | None:
         try:
-            response = self._api.get_namespaced_custom_object(
-                *self._where, self.name, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
-            )
+            response = self._api.get_namespaced_custom_object(*self._where, self.name, **_RAW)
         except ApiException as error:
             if error.status == http.HTTPStatus.NOT_FOUND:
                 return None
             raise
-        result: dict[str, Any] = read_json(response)
-        return result
+        return read_object(response)
 
     def create(self, spec: dict[str, Any]) -> dict[str, Any]:
-        body = self._body(spec)
-        result: dict[str, Any] = read_json(
-            self._api.create_namespaced_custom_object(*self._where, body, **self._options)
-        )
-        return result
+        create = self._api.create_namespaced_custom_object
+        return read_object(create(*self._where, self._body(spec), **self._options))
 
     def replace(self, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Replace the Lease only if it is still at `resource_version` (else 409)."""
         body = self._body(spec, resource_version)
-        result: dict[str, Any] = read_json(
-            self._api.replace_namespaced_custom_object(
-                *self._where, self.name, body, **self._options
-            )
-        )
-        return result
+        replace = self._api.replace_namespaced_custom_object
+        return read_object(replace(*self._where, self.name, body, **self._options))
 
     def _body(self, spec: dict[str, Any], resource_version: str | None = None) -> dict[str, Any]:
-        """The whole Lease, ours by name; with `resource_version`, valid only at that version."""
         metadata = {"name": self.name, "namespace": self.namespace}
         if resource_version is not None:
             metadata["resourceVersion"] = resource_version
-        return {
-            "apiVersion": f"{LEASE_GROUP}/{LEASE_VERSION}",
-            "kind": "Lease",
-            "metadata": metadata,
-            "spec": spec,
-        }
+        version = f"{LEASE_GROUP}/{LEASE_VERSION}"
+        return {"apiVersion": version, "kind": "Lease", "metadata": metadata, "spec": spec}

@@ -1,20 +1,7 @@
-"""List, then watch from the list's resourceVersion; relist on 410 Gone; reconnect with backoff.
+"""client-go's reflector: list in pages, watch from the list's resourceVersion with bookmarks.
 
-The client's `SharedInformer` is not used: in `kubernetes` 37 it reads a list's
-`items` with `getattr`, which finds nothing on the plain dicts
-`CustomObjectsApi` returns, and its `Watch.stream` retries a 410 once from the
-same expired resourceVersion before giving up. This loop does what client-go's
-reflector does instead:
-- list in pages of 500 (`limit`/`continue`, see pager.py), hand every object
-  to the handlers (and every key gone since the last list to `on_delete`),
-  then watch from the list's resourceVersion with `allowWatchBookmarks`
-  (bookmarks only move the resourceVersion forward, so a reconnect after a
-  quiet hour is not a 410);
-- `410 Gone` (as an HTTP answer or an ERROR event) means our resourceVersion
-  was compacted away: relist;
-- a watch the server ends normally (its `timeoutSeconds`) is resumed at once
-  from the last resourceVersion; a dropped connection, refused connection,
-  5xx or 429 waits a capped, jittered exponential backoff first.
+410 Gone (an answer or an ERROR event) relists; a watch ended by its timeout resumes at once, a
+failure after a capped, jittered backoff. Not the client's `SharedInformer`: it misses dict items.
 """
 
 from __future__ import annotations
@@ -30,7 +17,6 @@ from typing import Any, Protocol
 import urllib3
 from prometheus_client import Counter, Gauge
 
-from webhook.kube.backoff import Backoff
 from webhook.kube.cache import Key, object_key, resource_version
 from webhook.kube.client import (
     TRANSPORT_ERRORS,
@@ -47,20 +33,20 @@ from webhook.kube.watch import (
     response_chunks,
     split_lines,
 )
+from webhook.kube.workqueue import Backoff
 
 log = logging.getLogger("feedbackstore.kube.informer")
 
-# A watch that ran at least this long, or delivered an event, was healthy:
-# its end resets the backoff and it is resumed at once.
+# A watch that ran this long, or delivered an event, was healthy: it resumes at once.
 _HEALTHY_WATCH_SECONDS = 1.0
 
 
 class ResourceExpiredError(Exception):
-    """410 Gone: the resourceVersion we watch from is no longer in the server's window."""
+    """410 Gone: our resourceVersion was compacted away."""
 
 
 class InformerMetrics(Protocol):
-    """The counters an informer moves; the owner names them (prometheus-client objects)."""
+    """The owner names the counters (prometheus-client objects)."""
 
     lists: Counter
     objects: Gauge
@@ -69,14 +55,8 @@ class InformerMetrics(Protocol):
 
 
 class Informer:
-    """List and watch one collection, telling the owner of each change through two handlers.
-
-    `on_change` gets the key and the object as the server sent it (the owner's
-    to keep), whether listed, added or modified: both owners do the same with
-    each, so client-go's separate add and update handlers are one here.
-    `on_delete` gets the key of an object that is gone, including one deleted
-    while the watch was away (found on relist). `on_synced` runs once, after
-    the first list has been handed over.
+    """`on_change` gets each listed, added or modified object (the owner's to keep), `on_delete`
+    each key gone (also one found gone on relist), `on_synced` runs once after the first list.
     """
 
     def __init__(
@@ -94,7 +74,7 @@ class Informer:
         self._on_synced = on_synced
         self._metrics = metrics
         self._settings = settings or InformerSettings()
-        # The keys the handlers have been told of: what a relist compares against.
+        # What a relist compares against.
         self._known: set[Key] = set()
         self._backoff = Backoff(
             self._settings.backoff_initial, self._settings.backoff_cap, self._settings.rng
@@ -106,13 +86,12 @@ class Informer:
         self.synced = threading.Event()
 
     def run(self) -> None:
-        """Thread target: list and watch until `stop()`."""
         while not self._stop.is_set():
             try:
                 if self._version is None:
                     self._version = self._list()
                 self._watch(self._version)
-            except Exception as error:  # any failure: relist on 410, else back off; never die
+            except Exception as error:  # never die
                 if (
                     isinstance(error, ResourceExpiredError)
                     or status_code(error) == http.HTTPStatus.GONE
@@ -127,7 +106,7 @@ class Informer:
                     self._fail(error)
 
     def stop(self) -> None:
-        """Stop the loop and unblock a watch read in progress."""
+        """Also unblocks a watch read in progress."""
         self._stop.set()
         with self._lock:
             response = self._response
@@ -169,7 +148,6 @@ class Informer:
         return version
 
     def _watch(self, version: str) -> None:
-        """Follow one watch stream, moving `_version` along with its events."""
         base = self._settings.watch_timeout_seconds
         timeout = base + self._settings.rng.randrange(max(base, 1))
         started = time.monotonic()
@@ -206,7 +184,6 @@ class Informer:
             self._stop.wait(self._backoff.next_delay())
 
     def _apply(self, event: WatchEvent) -> None:
-        """Hand one event to the handlers and move the resourceVersion on."""
         self._metrics.watch_events.labels(event.type).inc()
         obj = event.object
         if event.type == "ERROR":

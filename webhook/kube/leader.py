@@ -1,18 +1,6 @@
-"""One active writer among replicas, through a `coordination.k8s.io/v1` Lease.
-
-Written here rather than taken from the client's `leaderelection` module,
-which cannot release a Lease (a stopped leader would leave its replacement
-waiting out the whole lease) and writes times with `isoformat()`. The rules
-are client-go's:
-- acquire a Lease that does not exist, is released (no holder), or whose
-  holder has not renewed it for `leaseDurationSeconds` as measured on our own
-  clock from when we last saw the record change (no trust in clock skew);
-- every update carries the resourceVersion read, so two candidates can never
-  both win (the loser gets 409);
-- the leader renews every `retry_period` and stops acting as leader once it
-  has failed to renew for `renew_deadline` (< lease duration), before anyone
-  else may take over;
-- on shutdown the leader releases: empty holder, duration 1 s.
+"""One active writer among replicas through a Lease, by client-go's rules (resourceVersion-guarded
+updates, expiry measured on our own clock, a renew deadline under the lease, release on shutdown).
+Not the client's `leaderelection`: it cannot release, and writes times with `isoformat()`.
 """
 
 from __future__ import annotations
@@ -36,7 +24,7 @@ log = logging.getLogger("feedbackstore.kube.leader")
 
 
 class ElectionMetrics(Protocol):
-    """What an elector reports; the owner names them (prometheus-client objects)."""
+    """The owner names them (prometheus-client objects)."""
 
     leader: Gauge
     lease_transitions: Counter
@@ -53,7 +41,7 @@ class LeaseRecord:
 
 
 def read_record(lease: dict[str, Any]) -> LeaseRecord:
-    """The fields of a Lease that election reads, tolerant of missing or odd values."""
+    """Tolerant of missing or odd values."""
     spec = _mapping(lease.get("spec"))
     metadata = _mapping(lease.get("metadata"))
     holder = spec.get("holderIdentity")
@@ -73,7 +61,7 @@ def read_record(lease: dict[str, Any]) -> LeaseRecord:
 def held_by_other(
     record: LeaseRecord, identity: str, observed_at: float, now: float, default_duration: int
 ) -> bool:
-    """True while someone else holds an unexpired lease (by our clock since we saw it change)."""
+    """Someone else holds an unexpired lease, by our clock since we saw it change (no skew)."""
     if not record.holder or record.holder == identity:
         return False
     duration = record.duration or default_duration
@@ -138,11 +126,10 @@ class LeaderElector:
         self.identity = settings.identity
 
     def is_leader(self) -> bool:
-        """True only while a renewal is recent enough that nobody else can hold the Lease."""
+        """Only while a renewal is recent enough that nobody else can hold the Lease."""
         return self._leading and self._clock() - self._renewed_at < self._settings.renew_deadline
 
     def run(self) -> None:
-        """Thread target: campaign, then renew, until `stop()`; release on the way out."""
         while not self._stop.is_set():
             self.step()
             self._stop.wait(self._settings.retry_period)
@@ -151,9 +138,7 @@ class LeaderElector:
             self.release()
 
     def step(self) -> None:
-        """One round: acquire or renew the Lease, and settle whether we lead."""
-        # Timed from before the request: the server may record the renewal as late as
-        # the answer, so counting from the answer would overstate how fresh it is.
+        # From before the request: the server may record the renewal as late as the answer.
         attempted = self._clock()
         try:
             held = self._try_acquire_or_renew()
@@ -169,7 +154,7 @@ class LeaderElector:
         self._stop.set()
 
     def release(self) -> bool:
-        """Give the Lease up if we still hold it, so a standby takes over at once."""
+        """Give the Lease up if we still hold it (empty holder, 1 s), so a standby takes over."""
         try:
             lease = self._api.get()
             if lease is None:
@@ -185,14 +170,9 @@ class LeaderElector:
         return True
 
     def _settle(self, held: bool, attempted: float) -> None:
-        """Lead while renewals are recent; a lapse is a step down, even if this one succeeded.
-
-        Past the renew deadline `is_leader()` has been False, and every object reconciled
-        meanwhile was skipped as by a standby. A renewal that succeeds only after that (a
-        paused process, a request that hung) must therefore start leading afresh, with
-        `on_started_leading`'s resync, not carry on as if nothing had been skipped. A
-        renewal whose request alone outlasted the deadline is too old to lead on; the
-        next round renews again.
+        """A lapse is a step down even if this renewal succeeded: objects were skipped meanwhile, so
+        leading restarts with `on_started_leading`'s resync. A renewal older than the deadline is
+        not led on.
         """
         now = self._clock()
         deadline = self._settings.renew_deadline
@@ -223,7 +203,7 @@ class LeaderElector:
                 None, claimed_spec(None, self.identity, settings.lease_duration, utc_now())
             )
         record = read_record(lease)
-        # Any change to the record restarts the expiry clock, as client-go compares raw records.
+        # Any change restarts the expiry clock, as client-go compares raw records.
         if self._observed is None or self._observed.spec != record.spec:
             self._observed, self._observed_at = record, self._clock()
         if held_by_other(
@@ -234,13 +214,9 @@ class LeaderElector:
         return self._write(record, spec)
 
     def _renew_optimistically(self) -> bool:
-        """Renew with one update of the Lease last written, as client-go's leader does.
+        """One update of the Lease last written, as client-go's leader; any error: read and decide.
 
-        A leader's last write is almost always the current Lease, so reading it
-        first (the slow path) would double an idle writer's traffic: measured
-        against the real kube-apiserver, one GET before every renewal was half
-        of all its requests (bench/README.md). A conflict or any error falls
-        back to the slow path, which reads the Lease and decides afresh.
+        A GET before each renewal was half an idle writer's requests (bench/README.md).
         """
         observed = self._observed
         if observed is None or observed.holder != self.identity:

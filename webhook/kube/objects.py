@@ -1,8 +1,5 @@
-"""Reading an object's conditions, finalizers and deletion, and building a condition, once.
-
-Tolerant of any shape: what the API server sends is trusted for nothing, and an
-object that lacks a field simply lacks it. `lastTransitionTime` follows
-metav1.Condition's rule: it moves only when `status` changes.
+"""An object's conditions, finalizers and deletion, read tolerant of any shape, and a condition
+built by metav1.Condition's rule (`lastTransitionTime` moves only when `status` changes).
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from webhook.kube.timestamps import parse_time, rfc3339
 
 
 def find_condition(obj: object, condition_type: str) -> dict[str, Any] | None:
-    """The condition of `status.conditions` with this `type`, None when there is none."""
+    """The `status.conditions` entry of this `type`, None when there is none."""
     status = obj.get("status") if isinstance(obj, dict) else None
     conditions = status.get("conditions") if isinstance(status, dict) else None
     for condition in conditions if isinstance(conditions, list) else ():
@@ -43,11 +40,7 @@ def make_condition(
     now: datetime,
     **extra: Any,
 ) -> dict[str, Any]:
-    """The condition of `(status, reason, message)`; `lastTransitionTime` kept unless
-    `status` flips.
-
-    A stored time that is missing or unreadable is replaced, as if it had flipped.
-    """
+    """A stored `lastTransitionTime` missing or unreadable is replaced, as if `status` flipped."""
     status, reason, message = fields
     kept = previous.get("lastTransitionTime") if previous is not None else None
     flipped = previous is None or previous.get("status") != status or parse_time(kept) is None
@@ -64,11 +57,7 @@ def make_condition(
 def condition_changed(
     previous: dict[str, Any] | None, desired: dict[str, Any], compared: Iterable[str]
 ) -> bool:
-    """Whether the stored condition must be written again to become `desired`.
-
-    `lastTransitionTime` is derived from the compared fields, never compared on
-    its own, but one missing or unreadable is written again.
-    """
+    """`lastTransitionTime` is derived, not compared, but one missing or unreadable is rewritten."""
     if previous is None or parse_time(previous.get("lastTransitionTime")) is None:
         return True
     return any(previous.get(key) != desired.get(key) for key in compared)

@@ -1,20 +1,7 @@
-"""A list in pages (`limit` and `continue`), as client-go's `tools/pager` lists for the reflector.
+"""A list in pages of `limit` and `continue`, as client-go's `tools/pager` (one consistent list).
 
-Why pages: one response holding every FeedbackStore in a big cluster is one big body to
-build on the server and to hold on both sides at once; pages of 500 (client-go's
-`defaultPageSize`) bound both, and the server serves each page from the same snapshot, so
-the result is still one consistent list at one resourceVersion.
-
-What client-go's `ListPager.list` does, and this does too:
-- the first request carries `limit` only; each next one the `continue` token of the last;
-- 410 Expired on a continue token (the snapshot was compacted away while we paged; tokens
-  live about five minutes) falls back to ONE full list without `limit` (`FullListIfExpired`),
-  which cannot expire mid-way; a 410 on the first page is the caller's to handle (for the
-  informer: relist).
-
-Unlike the reflector, the first list asks for no resourceVersion (a consistent read, which
-kube-apiserver v1.37 serves from its watch cache anyway, `ConsistentListFromCache`) instead
-of "0": it can never go back in time behind what the writer already saw.
+A 410 on a continue token (compacted while paging) falls back to ONE full list; a 410 on the first
+page is the caller's. The first list asks for no resourceVersion: it never goes back in time.
 """
 
 from __future__ import annotations
@@ -49,7 +36,6 @@ class Listed:
 
 
 def list_all(fetch: PageFetch, page_size: int | None = PAGE_SIZE) -> Listed:
-    """Every item of the collection and the resourceVersion to watch from."""
     listed = Listed()
     token: str | None = None
     while True:
@@ -61,17 +47,14 @@ def list_all(fetch: PageFetch, page_size: int | None = PAGE_SIZE) -> Listed:
                 raise
             listed.requests += 1
             listed.full_list_fallback = True
+            listed.items.clear()
             page = fetch(None, None)
-            listed.items = list(page.items)
-            listed.resource_version = page.resource_version
-            return listed
         listed.items.extend(page.items)
-        if not page.continue_token:
+        token = None if listed.full_list_fallback else page.continue_token
+        if not token:
             listed.resource_version = page.resource_version
             return listed
-        token = page.continue_token
 
 
 def _expired(error: Exception) -> bool:
-    """410: kube-apiserver answers an expired continue token with reason Expired."""
     return isinstance(error, ApiException) and error.status == http.HTTPStatus.GONE

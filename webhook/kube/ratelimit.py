@@ -1,17 +1,6 @@
-"""Client-side rate limit: a token bucket in front of every request but watches, as client-go's.
-
-client-go gives each REST client a token bucket (`flowcontrol.NewTokenBucketRateLimiter(qps,
-burst)`, golang.org/x/time/rate underneath) and waits on it before every request and every
-retry (`Request.tryThrottle`), except `Request.Watch`: "We specifically don't want to rate
-limit watches". This module does the same for the official Python client, by wrapping
-`ApiClient.call_api`, through which every generated API method goes.
-
-Defaults, QPS 50 and burst 100: what Kubernetes' own controllers ship with in v1.37
-(component-base's `RecommendedDefaultClientConnectionConfiguration`, used by
-kube-controller-manager and kube-scheduler); client-go's bare default (5/10) is meant for
-one-off clients. The writer only writes when a condition must change, so the limit bites
-only on a cold start or a mass edit; kube-apiserver's own API Priority and Fairness
-protects it further, with 429 and Retry-After, which the writer honours.
+"""Client-side rate limit: a token bucket before every request and retry but watches, as client-go's
+(`Request.tryThrottle`; "We specifically don't want to rate limit watches"), by wrapping `call_api`.
+Defaults 50/100, as Kubernetes' own controllers in v1.37 (client-go's bare 5/10 is for one-offs).
 """
 
 from __future__ import annotations
@@ -35,11 +24,8 @@ LONG_THROTTLE_SECONDS: Final = 1.0
 
 
 class TokenBucket:
-    """`burst` tokens, refilled at `qps` per second; each request takes one, waiting if none.
-
-    As golang's `rate.Limiter.Wait`: a request reserves its token at once (the bucket may go
-    negative) and sleeps until the token is due, so concurrent callers are served in order
-    and a burst of N callers is spread at exactly `qps` after the first `burst`.
+    """`burst` tokens, refilled at `qps` per second; as golang's `rate.Limiter.Wait`, a request
+    reserves its token at once (maybe going negative) and sleeps until due: callers keep order.
     """
 
     def __init__(
@@ -60,7 +46,7 @@ class TokenBucket:
         self._last = clock()
 
     def reserve(self) -> float:
-        """Take a token; return how many seconds to wait before using it."""
+        """Take a token; return the seconds to wait before using it."""
         with self._lock:
             self._refill()
             self._tokens -= 1.0
@@ -81,7 +67,6 @@ class TokenBucket:
         self._last = now
 
     def wait(self) -> float:
-        """Block until a token is ours; return the seconds waited."""
         delay = self.reserve()
         if delay > 0:
             self._sleep(delay)
@@ -89,7 +74,7 @@ class TokenBucket:
 
 
 def is_watch(url: str) -> bool:
-    """A watch request (`?watch=true`, any spelling the client sends), long-running, unthrottled."""
+    """`?watch=true`, in any spelling the client sends."""
     values = parse_qs(urlsplit(url).query).get("watch", ())
     return any(value.lower() in ("true", "1") for value in values)
 
@@ -97,9 +82,7 @@ def is_watch(url: str) -> bool:
 def throttle(api_client: ApiClient, bucket: TokenBucket | None) -> ApiClient:
     """Make every non-watch request through `api_client` wait on `bucket` first (None: no limit).
 
-    Applied where the generated API methods meet the REST layer (`call_api`), so it covers
-    every request the writer makes through this client, retries included, whatever API class
-    made it.
+    At `call_api`, where every generated API method meets the REST layer, retries included.
     """
     if bucket is None:
         return api_client

@@ -1,7 +1,5 @@
-"""Settings of the Kubernetes plumbing (election, informer) and their defaults, stdlib only.
-
-Light to import, so a command can read these defaults for its flags and `--help`
-without loading the Kubernetes client.
+"""Settings of the Kubernetes plumbing and their defaults, stdlib only: a command reads them for its
+flags and `--help` without loading the Kubernetes client.
 """
 
 from __future__ import annotations
@@ -25,19 +23,14 @@ class ElectionSettings:
     retry_period: float = 2.0
 
     def check(self) -> None:
-        """Raise ValueError unless 0 < renew_deadline < lease_duration.
-
-        A leader must stop writing before its Lease can expire and another replica
-        take over, or two would write at once.
-        """
+        """A leader must stop writing before its Lease can expire, or two would write at once."""
         if not 0 < self.renew_deadline < self.lease_duration:
             raise ValueError("renew deadline must be positive and shorter than the lease")
 
 
 @dataclass(slots=True)
 class InformerSettings:
-    # Server-side watch timeout: a random value in [t, 2t), as client-go's reflector
-    # does, so many watchers do not all reconnect at the same moment.
+    # Server-side watch timeout: random in [t, 2t), as client-go's, so watchers reconnect apart.
     watch_timeout_seconds: int = 300
     backoff_initial: float = 0.8
     backoff_cap: float = 30.0

@@ -1,10 +1,5 @@
-"""Kubernetes timestamp formats, written exactly as the API server parses them.
-
-`metav1.Time` is RFC 3339 with whole seconds; `metav1.MicroTime` (Lease times,
-Event `eventTime`) always carries six fractional digits. Python's
-`datetime.isoformat()` drops the fraction when microseconds are zero and writes
-`+00:00` rather than `Z`, which a real API server rejects for MicroTime, so the
-formats are spelled out here instead.
+"""Kubernetes timestamps as the API server parses them: `isoformat()` drops a zero fraction and
+writes `+00:00`, which a real API server rejects for MicroTime.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Reading a Kubernetes watch stream: newline-delimited JSON events, bounded in memory.
-
-Kept apart from the loop that reconnects (`informer`) so the parsing can be
-tested on bytes alone. A watch line carries one object of at most ~1.5 MiB
-(etcd's limit) plus its envelope; a line past MAX_LINE_BYTES means the stream
-is not a watch stream and is dropped rather than buffered forever.
+"""A watch stream's newline-delimited JSON events, bounded in memory: a line past MAX_LINE_BYTES
+(an object is at most ~1.5 MiB, etcd's limit) means it is not a watch stream.
 """
 
 from __future__ import annotations

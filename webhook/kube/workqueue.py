@@ -1,9 +1,7 @@
-"""A deduplicating work queue with delayed and rate-limited adds (client-go's workqueue).
+"""A deduplicating work queue of keys with per-key jittered backoff (client-go's workqueue).
 
-Keys, not objects, are queued: a worker always reconciles the latest cached
-object, so ten events for one object between two reconciles cost one
-reconcile. A key is never handed to two workers at once; one re-added while it
-is being processed runs again once the first run is done.
+Keys, not objects: a worker reconciles the latest cached object, so ten events cost one reconcile.
+A key is never handed to two workers at once; one re-added meanwhile runs again after.
 """
 
 from __future__ import annotations
@@ -15,12 +13,39 @@ import threading
 import time
 from collections import deque
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from webhook.kube.backoff import Backoff
 from webhook.kube.settings import RETRY_CAP, RETRY_INITIAL
 
 K = TypeVar("K", bound=Hashable)
+
+
+def backoff_delay(attempt: int, initial: float, cap: float, draw: float) -> float:
+    """`d` = initial doubled per attempt up to `cap`, "equal jitter" within [d/2, d].
+
+    Jitter keeps many retries from hammering a recovering server in lockstep; `draw` is in [0, 1).
+    """
+    ceiling = min(cap, initial * (2.0 ** min(max(attempt, 0), 62)))
+    return ceiling * (0.5 + 0.5 * draw)
+
+
+@dataclass(slots=True)
+class Backoff:
+    """Failures in a row so far; no defaults of its own (each owner's settings state them)."""
+
+    initial: float
+    cap: float
+    rng: random.Random = field(default_factory=random.Random)
+    attempt: int = 0
+
+    def next_delay(self) -> float:
+        delay = backoff_delay(self.attempt, self.initial, self.cap, self.rng.random())
+        self.attempt += 1
+        return delay
+
+    def reset(self) -> None:
+        self.attempt = 0
 
 
 class WorkQueue(Generic[K]):
@@ -36,7 +61,6 @@ class WorkQueue(Generic[K]):
         self._processing: set[K] = set()
         self._delayed: list[tuple[float, int, K]] = []
         self._sequence = itertools.count()
-        # Per key: the failures in a row so far, as one `Backoff` each.
         self._failures: dict[K, Backoff] = {}
         self._retry_initial = retry_initial
         self._retry_cap = retry_cap
@@ -48,7 +72,6 @@ class WorkQueue(Generic[K]):
             self._add_locked(key)
 
     def add_after(self, key: K, delay: float) -> None:
-        """Queue `key` once `delay` seconds have passed (at once when delay <= 0)."""
         with self._cond:
             if delay <= 0:
                 self._add_locked(key)
@@ -84,9 +107,7 @@ class WorkQueue(Generic[K]):
                     self._processing.add(key)
                     self._dirty.discard(key)
                     return key
-                if self._shut:
-                    return None
-                if deadline is not None and time.monotonic() >= deadline:
+                if self._shut or (deadline is not None and time.monotonic() >= deadline):
                     return None
                 self._cond.wait(self._wait_locked(deadline))
 
@@ -113,11 +134,10 @@ class WorkQueue(Generic[K]):
     def _promote_due_locked(self) -> None:
         now = time.monotonic()
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, key = heapq.heappop(self._delayed)
-            self._add_locked(key)
+            self._add_locked(heapq.heappop(self._delayed)[2])
 
     def _wait_locked(self, deadline: float | None) -> float | None:
-        """How long to sleep: until the next delayed key or the deadline, whichever is first."""
+        """Until the next delayed key or the deadline, whichever is first."""
         due = [self._delayed[0][0]] if self._delayed else []
         if deadline is not None:
             due.append(deadline)

@@ -1,14 +1,7 @@
 """Structured logs of both processes: one JSON object per line on stderr, through stdlib logging.
 
-Log collectors parse JSON lines without configuration, and a denial is
-searchable by its admission uid. Loggers live under one namespace,
-`feedbackstore`, and structured fields go in one mapping, `extra={"fields":
-{...}}` (a mapping, so that keys such as `name` or `msg` never clash with
-LogRecord's own attributes). Whole objects are never logged at info level
-(they can be megabytes, and may hold what the log reader must not see).
-
-A `QueueListener` thread formats and writes, so a line logged on the
-webhook's event loop costs the loop only a LogRecord and a queue put.
+Loggers live under `feedbackstore`; fields go in `extra={"fields": {...}}` (never clashing with
+LogRecord's attributes). A `QueueListener` thread formats and writes, off the event loop.
 """
 
 from __future__ import annotations
@@ -33,10 +26,7 @@ def logger(component: str) -> logging.Logger:
 
 
 class JsonFormatter(logging.Formatter):
-    """`{"time", "level", "logger", "msg", "pid", ...fields}` per record, for both processes.
-
-    `time` is RFC 3339 in UTC with milliseconds, truncated: `2023-11-14T22:13:20.999Z`.
-    """
+    """`time` is RFC 3339 in UTC with milliseconds, truncated: `2023-11-14T22:13:20.999Z`."""
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802
         created = record.created
@@ -61,24 +51,16 @@ class JsonFormatter(logging.Formatter):
 
 
 class _Enqueue(logging.handlers.QueueHandler):
-    """Hands the record over as it is, so the listener formats it off the caller's thread.
-
-    `prepare` is QueueHandler's documented hook for this; its default formats
-    and copies the record in the caller, for queues that cross processes.
-    """
+    """The record as it is, formatted by the listener (the default formats it in the caller)."""
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         return record
 
 
 class _PollingListener(logging.handlers.QueueListener):
-    """Takes what is queued every 10 ms instead of blocking on the queue.
+    """Takes what is queued every 10 ms: a blocked `get()` costs a futex wake per line on the loop.
 
-    A listener blocked in `get()` must be woken by every `put()`: a futex wake
-    per line on the event loop's thread. A line reaches stderr at most 10 ms
-    late; `stop()` still writes them all. `dequeue` is QueueListener's
-    documented hook for how records are taken. A shortcut for speed: what it
-    saves on denials is in bench/README.md, "Issue 15: the log listener polls".
+    A shortcut for speed: bench/README.md, "Issue 15: the log listener polls".
     """
 
     def dequeue(self, block: bool) -> logging.LogRecord:
@@ -92,16 +74,11 @@ class _PollingListener(logging.handlers.QueueListener):
                 time.sleep(0.01)
 
 
-# This process's listener while `configure` owns the output.
 _listener: logging.handlers.QueueListener | None = None
 
 
 def configure(level: str, stream: TextIO | None = None, *, quiet: Iterable[str] = ()) -> None:
-    """Route every logger to `stream` (stderr) as JSON lines at `level`.
-
-    `quiet` names loggers held at warning or above (a client library's
-    per-request debug lines, say).
-    """
+    """Route every logger to `stream` (stderr) as JSON lines; `quiet` ones at warning or above."""
     global _listener  # this process's one log output
     stop()
     # The lines carry no thread or process name: do not collect them (the logging HOWTO).
@@ -120,7 +97,7 @@ def configure(level: str, stream: TextIO | None = None, *, quiet: Iterable[str] 
 
 
 def stop() -> None:
-    """Write every queued line and stop the listener (at exit; again is harmless)."""
+    """Write every queued line and stop the listener (again is harmless)."""
     global _listener  # cleared once stopped
     listener, _listener = _listener, None
     if listener is None:

@@ -1,8 +1,5 @@
-"""Prometheus metrics of both processes: prometheus-client's own metric objects.
-
-Each component declares its families as metric objects in its own registry
-(tests run several servers and writers in one process, which must never share
-or clash over a counter) and exposes that registry.
+"""Prometheus metrics: each component's prometheus-client objects in a registry of its own (tests
+run several servers and writers in one process, which must never share or clash over a counter).
 """
 
 from __future__ import annotations
@@ -15,8 +12,6 @@ CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
 
 
 class MetricsRegistry:
-    """One component's prometheus-client registry, which its metric objects register in."""
-
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
 

@@ -1,16 +1,7 @@
-"""The writer's view of AgentDeployments: which store each one names, kept by list and watch.
+"""The writer's view of AgentDeployments: which store each names (`ReferenceIndex`), by list-watch.
 
-Only `spec.feedbackStoreRef` is kept, not the agents themselves, in a
-`ReferenceIndex`; every change queues the stores it touched, so a reference
-that appears or goes away is reconciled at once. The list-watch loop is the
-plumbing's `Informer`, with handlers that update the index.
-
-The feature needs the AgentDeployment CRD. Before watching, the resource is
-looked for with a one-item list: a 404 means it is not served, which is said
-once in the log and looked for again every `recheck_seconds`; until it is,
-stores are planned as used by nothing (`NOT_SERVED`). A view that has not
-synced yet is `None`, and nothing is decided on it (SPEC §7: a finalizer is
-never removed on a view that is not synced).
+Until the CRD is served (a one-item list, 404) stores are planned as used by nothing; a view not
+synced yet is `None` and decides nothing (SPEC §7: no finalizer is removed on it).
 """
 
 from __future__ import annotations
@@ -46,7 +37,6 @@ class AgentView:
         replan: Callable[[], None],
         recheck_seconds: float = 30.0,
     ) -> None:
-        # Read only, with the same paging and watch as FeedbackStores (one `Informer`).
         self._api = CollectionApi(
             api_client, (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL), namespace
         )
@@ -83,7 +73,6 @@ class AgentView:
         return NOT_SERVED if self._not_served else None
 
     def run(self) -> None:
-        """Thread target: wait until the resource is served, then list and watch it."""
         while not self._stop.is_set():
             try:
                 served = self._api.served()
@@ -114,11 +103,6 @@ class AgentView:
         self.informer.stop()
 
     def _synced(self) -> None:
-        """Once the first list is in, every store is planned again on the full view.
-
-        The stores the list touched are queued by the index already; this is for
-        the others, such as a store whose last agent went while no writer ran and
-        which still carries our finalizer.
-        """
+        """Also the stores the list did not touch: one whose last agent went while no writer ran."""
         log.info("AgentDeployments synced; planning every store again")
         self._replan()

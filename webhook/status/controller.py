@@ -1,10 +1,6 @@
-"""The status writer assembled: informer, work queue, workers, Lease, resync, in threads.
-
-Threads, not asyncio, because the official `kubernetes` client is
-synchronous; each thread blocks on one thing (the watch stream, the queue, the
-Lease timer) and `stop()` unblocks them all. Every replica keeps its cache
-warm by listing and watching, so a standby that takes over has nothing to
-catch up on, but only the Lease holder writes.
+"""The status writer assembled: informer, work queue, workers, Lease, resync, each in a thread (the
+official client is synchronous); `stop()` unblocks them all. Every replica lists and watches, so a
+standby that takes over has nothing to catch up on, but only the Lease holder writes.
 """
 
 from __future__ import annotations
@@ -45,9 +41,8 @@ class StatusController:
         # Non-apply writes (Lease, Event) are attributed to the user agent's first word.
         api_client.user_agent = f"{FIELD_MANAGER}/{__version__}"
         throttle(api_client, _bucket(settings))
-        # Leader election on a client (connection pool, token bucket) of its own, as
-        # kube-controller-manager's (resourcelock.NewFromKubeconfig): a renewal never
-        # queues behind throttled status writes and loses the Lease for it.
+        # Election on a client (pool, token bucket) of its own, as kube-controller-manager's: a
+        # renewal never queues behind throttled status writes and loses the Lease for it.
         self._lease_client = throttle(ApiClient(api_client.configuration), _bucket(settings))
         self._lease_client.user_agent = api_client.user_agent
         self.cache = ObjectCache()
@@ -91,16 +86,10 @@ class StatusController:
             self._spawn(f"status-worker-{index}", lambda: self.writer.run_worker(self.queue))
         self._spawn("status-resync", self._resync_loop)
         self._elector_thread = self._spawn("status-lease", self.elector.run)
-        log.info(
-            "status writer started",
-            extra={
-                "fields": {
-                    "identity": self.settings.identity,
-                    "namespace": self.settings.namespace or "(all)",
-                    "lease": f"{self.settings.lease_namespace}/{self.settings.lease_name}",
-                }
-            },
-        )
+        settings = self.settings
+        lease = f"{settings.lease_namespace}/{settings.lease_name}"
+        fields = {"identity": settings.identity, "namespace": settings.namespace or "(all)"}
+        log.info("status writer started", extra={"fields": {**fields, "lease": lease}})
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop writing first, then give the Lease up, so a standby can take over at once."""
@@ -123,7 +112,6 @@ class StatusController:
             self.queue.add(key)
 
     def _store(self, key: Key, obj: dict[str, Any]) -> None:
-        """A FeedbackStore seen (listed, added or changed): cache it, reconcile it."""
         self.cache.put(key, obj)
         self.queue.add(key)
 

@@ -1,18 +1,6 @@
-"""Kubernetes Events, so `kubectl describe fs NAME` tells the story.
-
-An Event is emitted when an object's verdict turns invalid (`Warning
-InvalidSpec`, including an object first seen invalid) or valid again (`Normal
-SpecCoherent`), and when in-use protection defers a deletion or lets it go
-(`Normal DeletionDeferred`, `Normal DeletionReleased`); an object that is
-simply valid from the start, or stays invalid, gets none, so a resync never
-spams. Events are best effort, as with client-go's recorder: a failure is
-logged and counted, never retried (a namespace being deleted refuses new
-Events, for one).
-
-They are written as core/v1 Events (involvedObject, firstTimestamp,
-lastTimestamp, count), the shape `kubectl describe` has always read; each
-change is an Event of its own, and a per-object limit (`EventLimit`) bounds
-how many one store can cause.
+"""core/v1 Events for `kubectl describe fs`: on turning invalid or valid again, on a deferred or
+released deletion; never on staying the same, so a resync never spams. Best effort, as client-go's
+recorder: a failure is logged and counted, never retried; `EventLimit` bounds each store.
 """
 
 from __future__ import annotations
@@ -38,8 +26,7 @@ from webhook.status.writer_metrics import WriterMetrics
 
 log = logging.getLogger("feedbackstore.status.events")
 
-# Short enough to read in `kubectl describe`; events.k8s.io caps `note` at 1 kB.
-MAX_EVENT_MESSAGE: Final = 1024
+MAX_EVENT_MESSAGE: Final = 1024  # events.k8s.io caps `note` at 1 kB
 # Per object: this many Events at once, then one per EVENT_REFILL_SECONDS (client-go's figures).
 EVENT_BURST: Final = 25
 EVENT_REFILL_SECONDS: Final = 300.0
@@ -54,7 +41,7 @@ class Transition:
 
 
 def transition(previous_status: object, status: str) -> Transition | None:
-    """The Event a status change deserves, if any."""
+    """The Event a status change deserves, if any (first seen invalid counts as turning so)."""
     if status == STATUS_FALSE and previous_status != STATUS_FALSE:
         return Transition(WARNING, api.REASON_INVALID)
     if status == STATUS_TRUE and previous_status == STATUS_FALSE:
@@ -105,14 +92,8 @@ def event_body(
 
 
 class EventLimit:
-    """A token bucket per object, so a store that flips back and forth cannot flood Events.
-
-    An Event is written only when a verdict or the in-use state changes, so a
-    store emits one only when someone changes it; the limit bounds the worst
-    case, a store edited back and forth in a loop. Its figures are client-go's
-    spam filter's (`EventSourceObjectSpamFilter`): `burst` at once, then one
-    per `refill_seconds`. At most `max_objects` buckets are kept, the least
-    recently used dropped first (a dropped bucket starts full again).
+    """A token bucket per object (client-go's `EventSourceObjectSpamFilter`), for a store edited
+    back and forth in a loop; the least recently used of `max_objects` buckets goes first.
     """
 
     def __init__(
@@ -130,7 +111,7 @@ class EventLimit:
         self._buckets: OrderedDict[tuple[str, ...], TokenBucket] = OrderedDict()
 
     def allow(self, obj: dict[str, Any]) -> bool:
-        """Whether one more Event about `obj` may be written now (takes a token if so)."""
+        """Takes a token if one is there."""
         metadata = obj["metadata"]
         key = (metadata["namespace"], metadata["name"], str(metadata.get("uid") or ""))
         with self._lock:
@@ -145,8 +126,6 @@ class EventLimit:
 
 
 class EventRecorder:
-    """Creates Events, best effort, within a per-object limit (`EventLimit`)."""
-
     def __init__(
         self,
         api_client: ApiClient,
@@ -160,7 +139,6 @@ class EventRecorder:
         self._limit = limit or EventLimit()
 
     def emit(self, obj: dict[str, Any], change: Transition, message: str, now: datetime) -> None:
-        """Create the Event unless the object is past its limit; never retried."""
         if not self._limit.allow(obj):
             self._metrics.events.labels(change.reason, "dropped").inc()
             return
@@ -176,18 +154,10 @@ class EventRecorder:
                     _request_timeout=REQUEST_TIMEOUT,
                 )
             )
-        except Exception as error:  # best effort: counted and logged, never retried
+        except Exception as error:  # best effort (a namespace being deleted refuses Events)
             self._metrics.events.labels(change.reason, "error").inc()
-            log.warning(
-                "event not recorded",
-                extra={
-                    "fields": {
-                        "namespace": metadata["namespace"],
-                        "object": metadata["name"],
-                        "reason": change.reason,
-                        "error": error_text(error),
-                    }
-                },
-            )
+            where = {"namespace": metadata["namespace"], "object": metadata["name"]}
+            fields = {**where, "reason": change.reason, "error": error_text(error)}
+            log.warning("event not recorded", extra={"fields": fields})
             return
         self._metrics.events.labels(change.reason, "ok").inc()

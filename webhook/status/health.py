@@ -1,8 +1,5 @@
-"""`/healthz`, `/readyz` and `/metrics` on a plain HTTP port for probes and Prometheus.
-
-The writer is thread-based (the official client is synchronous), so the
-standard library's threading HTTP server is enough: three read-only routes,
-no TLS (the port carries no secrets and is scraped in-cluster).
+"""`/healthz`, `/readyz` and `/metrics` on plain HTTP for probes and Prometheus: the standard
+library's threading server suits the thread-based writer; no TLS (nothing secret, in-cluster).
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""What the status writer can be told: its settings and their defaults, each stated once.
-
-A module of its own, importing nothing heavier than the standard library, so the
-`status-writer` command can read these defaults for its flags and `--help` without
-loading the Kubernetes client (`feedbackstore-webhook validate` starts in milliseconds).
-The writer's own settings take the defaults of the parts they configure (election,
-informer) from those parts' settings rather than restating them.
+"""The status writer's settings and defaults, each stated once, stdlib only: `status-writer` reads
+them for its flags and `--help` without loading the Kubernetes client. Defaults of the parts it
+configures (election, informer) come from those parts' settings.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ from typing import Final
 from webhook.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
 from webhook.kube.settings import RETRY_CAP, RETRY_INITIAL, ElectionSettings, InformerSettings
 
-# The Lease replicas elect a writer through, unless told otherwise; the shipped Role names it.
+# The shipped Role names this Lease.
 LEASE_NAME: Final = "feedbackstore-status-writer"
 
 
@@ -53,8 +49,7 @@ class WriterSettings:
     # Client-side rate limit on every request but watches (ratelimit.py); qps 0: none.
     qps: float = DEFAULT_QPS
     burst: int = DEFAULT_BURST
-    # The health endpoint: /healthz, /readyz and /metrics (port 0: any free port).
-    # Probes and scrapes come from outside the pod, hence every interface.
+    # /healthz, /readyz and /metrics (port 0: any); probes come from outside the pod.
     metrics_host: str = "0.0.0.0"  # noqa: S104
     metrics_port: int = 8080
     log_level: str = "info"

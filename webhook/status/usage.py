@@ -1,17 +1,7 @@
-"""Who uses which FeedbackStore, and what that means for its `InUse` condition and finalizer.
+"""Who uses which FeedbackStore: its `InUse` condition and our finalizer, planned purely.
 
-Pure, as `condition` is for `Validated`: the writer asks `plan_usage(store,
-view, now)` and learns the condition the store should hold, whether it must be
-written, and whether our finalizer must be added or removed. `view` is what
-the writer knows about AgentDeployments: not yet synced (`None`: decide
-nothing, keep what is there), not served at all (`NOT_SERVED`: nothing can use
-a store), or the names of the agents whose `spec.feedbackStoreRef` names it.
-
-The finalizer works as `kubernetes.io/pvc-protection` does for a PVC in use:
-it is added while agents reference the store (it cannot be added once
-deletion has begun: kube-apiserver forbids new finalizers then), and removed
-as soon as none does, so a store never referenced, or no longer, is deleted at
-once and a referenced one waits, `Terminating`, for its last agent.
+As `kubernetes.io/pvc-protection`: the finalizer is held while agents reference the store (never
+added once deletion began: kube-apiserver forbids it) and removed as soon as none does.
 """
 
 from __future__ import annotations
@@ -33,7 +23,6 @@ from webhook.rules import api, inuse
 from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
 
 _COMPARED: Final = ("status", "reason", "message")
-# The `Normal DeletionReleased` Event's message: why a deferred deletion goes on now.
 RELEASED_MESSAGE: Final = (
     f"no {inuse.AGENT_KIND} references it any more: "
     f"finalizer {inuse.FINALIZER} removed, deletion goes on"
@@ -41,7 +30,7 @@ RELEASED_MESSAGE: Final = (
 
 
 class NotServed(enum.Enum):
-    """The AgentDeployment resource is not served: the feature is off."""
+    """The AgentDeployment resource is not served: nothing can use a store."""
 
     NOT_SERVED = "not_served"
 
@@ -70,12 +59,7 @@ def store_reference(agent: object) -> Key | None:
 
 
 class ReferenceIndex:
-    """Agent → the store it names, and store → the agents naming it.
-
-    Each change returns the stores it touched, for the writer to plan again.
-
-    Not locked: the adapter that feeds it from the watch holds the lock.
-    """
+    """Agent → its store, store → its agents; a change returns the stores it touched. Not locked."""
 
     def __init__(self) -> None:
         self._store_of: dict[Key, Key] = {}
@@ -112,7 +96,6 @@ def current_in_use(store: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def in_use_fields(store: dict[str, Any], view: tuple[str, ...] | NotServed) -> tuple[str, str, str]:
-    """`(status, reason, message)` of the `InUse` condition for a known view."""
     if view is NOT_SERVED:
         return STATUS_FALSE, inuse.REASON_NOT_SERVED, f"no {inuse.AGENT_KIND} resource is served"
     if not view:
@@ -129,8 +112,6 @@ def in_use_fields(store: dict[str, Any], view: tuple[str, ...] | NotServed) -> t
 
 @dataclass(frozen=True, slots=True)
 class UsagePlan:
-    """The `InUse` condition to hold (None: none), whether to write it, the finalizer change."""
-
     condition: dict[str, Any] | None
     previous: dict[str, Any] | None
     needed: bool
@@ -138,7 +119,7 @@ class UsagePlan:
 
     @property
     def deferred(self) -> bool:
-        """The deletion has just been deferred (the Event-worthy moment)."""
+        """Just deferred: the Event-worthy moment."""
         reason = self.condition.get("reason") if self.condition else None
         return reason == inuse.REASON_DEFERRED and (
             self.previous is None or self.previous.get("reason") != inuse.REASON_DEFERRED
@@ -146,7 +127,6 @@ class UsagePlan:
 
 
 def plan_usage(store: dict[str, Any], view: View, now: datetime) -> UsagePlan:
-    """What in-use protection wants of this store, given what is known of the agents."""
     previous = current_in_use(store)
     if view is None:  # not synced: keep what is there, change nothing
         return UsagePlan(previous, previous, False, None)
@@ -169,13 +149,8 @@ def _finalizer(store: dict[str, Any], holders: tuple[str, ...]) -> Finalizer | N
 
 
 def finalizer_configuration(store: dict[str, Any], hold: bool) -> dict[str, Any]:
-    """The server-side apply body for the main resource: identity, and our finalizer or none.
-
-    `metadata.finalizers` is a set-type list, so applying `[ours]` claims only
-    that entry and others' finalizers stay; applying none (as the same field
-    manager) gives it up, which removes it. `uid` makes the apply a
-    precondition on this very object: one deleted and recreated meanwhile is
-    not touched (kube-apiserver answers 409).
+    """The apply body for the main resource: `[ours]` claims only that entry of the set-type list,
+    none gives it up; `uid` leaves a store recreated meanwhile untouched (409).
     """
     metadata = store["metadata"]
     body_metadata: dict[str, Any] = {"name": metadata["name"], "namespace": metadata["namespace"]}

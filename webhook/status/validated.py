@@ -1,10 +1,5 @@
-"""From a verdict to the `Validated` condition, and whether the object needs it written.
-
-Everything here is pure: the writer asks `plan_status(obj, now)` and learns the
-condition the object should hold and whether it must be written (an object
-that already carries this exact condition costs no request). Hostile or
-half-written `status` shapes read as "no condition yet" rather than crashing
-the controller.
+"""From a verdict to the `Validated` condition and whether it must be written, purely: one already
+holding this exact condition costs no request; hostile `status` shapes read as no condition yet.
 """
 
 from __future__ import annotations
@@ -17,20 +12,15 @@ from webhook.kube.objects import condition_changed, find_condition, make_conditi
 from webhook.rules import Verdict, api, messages, validate_feedbackstore
 from webhook.rules.summary import summarize
 
-# metav1.Condition.message is capped at 32768 characters by the API.
-MAX_CONDITION_MESSAGE: Final = 32768
+MAX_CONDITION_MESSAGE: Final = 32768  # metav1.Condition's cap
 STATUS_TRUE: Final = "True"
 STATUS_FALSE: Final = "False"
 
-# The fields whose difference means the condition must be written again;
-# lastTransitionTime is derived from them, never compared on its own.
 _COMPARED: Final = ("status", "reason", "message", "observedGeneration")
 
 
 @dataclass(frozen=True, slots=True)
 class StatusPlan:
-    """The condition an object should hold, the one it holds, the verdict, and if a write is due."""
-
     condition: dict[str, Any]
     previous: dict[str, Any] | None
     verdict: Verdict
@@ -38,7 +28,6 @@ class StatusPlan:
 
 
 def verdict_fields(verdict: Verdict) -> tuple[str, str, str]:
-    """`(status, reason, message)` for a verdict, the message bounded for the API."""
     if verdict.valid:
         return STATUS_TRUE, api.REASON_VALID, messages.MESSAGE_VALID
     return STATUS_FALSE, api.REASON_INVALID, summarize(verdict, MAX_CONDITION_MESSAGE)
@@ -54,12 +43,10 @@ def observed_generation(obj: dict[str, Any]) -> int | None:
 
 
 def current_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
-    """The object's `Validated` condition as stored, or None when there is none to read."""
     return find_condition(obj, api.CONDITION_TYPE)
 
 
 def plan_status(obj: dict[str, Any], now: datetime) -> StatusPlan:
-    """What this object's `Validated` condition should be, and whether it must be written."""
     previous = current_condition(obj)
     verdict = validate_feedbackstore(obj)
     generation = observed_generation(obj)
@@ -71,13 +58,8 @@ def plan_status(obj: dict[str, Any], now: datetime) -> StatusPlan:
 def apply_configuration(
     obj: dict[str, Any], condition: dict[str, Any], *others: dict[str, Any]
 ) -> dict[str, Any]:
-    """The server-side apply body: identity plus our conditions, nothing else.
-
-    `status.conditions` is a list map keyed by `type`, so applying a list that
-    holds only ours (`Validated`, and `InUse` when in-use protection has one)
-    claims those entries alone; conditions other managers own are merged, not
-    replaced. Every condition the writer owns goes in each apply: one left out
-    would be removed.
+    """Identity plus our conditions: a list map keyed by `type`, so others' conditions stay; every
+    condition we own goes in each apply, as one left out would be removed.
     """
     metadata = obj["metadata"]
     return {

@@ -1,18 +1,6 @@
-"""Reconcile one FeedbackStore: compute its `Validated` condition, apply it if it changed.
-
-The writer applies only its own conditions with server-side apply on the
-`status` subresource, so conditions other controllers own stay exactly as they
-are. Failures map to what Kubernetes means by them:
-- 404: the object was deleted meanwhile; nothing to do (the watch will say so);
-- 409: someone changed the object under us; retry the key after a short
-  backoff, planning from the newer object the watch has brought meanwhile;
-- 429 and 5xx, refused or cut connections: retry the key after its own capped,
-  jittered backoff (at least the server's `Retry-After`).
-
-In-use protection (SPEC §7) is planned in the same reconcile: the `InUse`
-condition is applied together with `Validated` (one field manager's apply must
-hold every condition it owns), then our finalizer is added or removed on the
-main resource (`usage`).
+"""The reconcile loop: server-side apply of our `Validated` and `InUse` conditions (others' stay),
+then our finalizer. 404: gone; 409: retry soon from the object the watch brings; 429, 5xx and
+transport errors: retry after the key's backoff (at least the server's `Retry-After`).
 """
 
 from __future__ import annotations
@@ -76,7 +64,6 @@ class StatusWriter:
         self._invalid: set[Key] = set()
 
     def run_worker(self, queue: WorkQueue[Key]) -> None:
-        """Thread target: reconcile keys until the queue shuts down."""
         while (key := queue.get()) is not None:
             try:
                 outcome = self.reconcile(key)
@@ -92,7 +79,6 @@ class StatusWriter:
                 queue.add_rate_limited(key, outcome.retry_after)
 
     def forget(self, key: Key) -> None:
-        """The object is gone: drop what we remember about it."""
         self._track_validity(key, True)
 
     def reconcile(self, key: Key) -> Outcome:
@@ -109,7 +95,7 @@ class StatusWriter:
             return self._finalize(key, obj, usage, now, Outcome("up_to_date"))
         try:
             written = self._write(key, obj, plan, usage)
-        except Exception as error:  # classified below
+        except Exception as error:
             return self._classify(key, error)
         self._after_write(key, obj, plan, usage, now)
         fresh = written if isinstance(written.get("metadata"), dict) else obj
@@ -132,18 +118,10 @@ class StatusWriter:
         self, key: Key, obj: dict[str, Any], plan: StatusPlan, usage: UsagePlan, now: datetime
     ) -> None:
         condition = plan.condition
-        log.info(
-            "condition written",
-            extra={
-                "fields": {
-                    **_where(key),
-                    "status": condition["status"],
-                    "reason": condition["reason"],
-                    "observedGeneration": condition.get("observedGeneration"),
-                    "problems": plan.verdict.problem_count,
-                }
-            },
-        )
+        fields = {**_where(key), "status": condition["status"], "reason": condition["reason"]}
+        fields["observedGeneration"] = condition.get("observedGeneration")
+        fields["problems"] = plan.verdict.problem_count
+        log.info("condition written", extra={"fields": fields})
         previous = plan.previous.get("status") if plan.previous is not None else None
         change = transition(previous, condition["status"])
         if change is not None:
@@ -151,12 +129,8 @@ class StatusWriter:
         if not usage.needed or usage.condition is None:
             return
         in_use = usage.condition
-        log.info(
-            "in-use condition written",
-            extra={
-                "fields": {**_where(key), "status": in_use["status"], "reason": in_use["reason"]}
-            },
-        )
+        fields = {**_where(key), "status": in_use["status"], "reason": in_use["reason"]}
+        log.info("in-use condition written", extra={"fields": fields})
         if usage.deferred:
             self._recorder.emit(
                 obj, Transition(NORMAL, inuse.REASON_DEFERRED), in_use["message"], now
@@ -165,13 +139,13 @@ class StatusWriter:
     def _finalize(
         self, key: Key, obj: dict[str, Any], usage: UsagePlan, now: datetime, done: Outcome
     ) -> Outcome:
-        """Add or remove our finalizer when the plan says so; `done` when nothing else is due."""
+        """Add or remove our finalizer when the plan says so; else `done`."""
         if usage.finalizer is None:
             return done
         hold = usage.finalizer is Finalizer.ADD
         try:
             written = self._api.apply_finalizer(key[0], key[1], finalizer_configuration(obj, hold))
-        except Exception as error:  # classified as for the status write
+        except Exception as error:
             return self._classify(key, error)
         self._written(key, obj, written)
         log.info("finalizer " + ("added" if hold else "removed"), extra={"fields": _where(key)})
@@ -192,9 +166,7 @@ class StatusWriter:
             self._metrics.writes.labels("not_found").inc()
             return Outcome("gone")
         if code == http.HTTPStatus.CONFLICT:
-            # Someone changed the object first; the watch brings that version into the
-            # cache, and the retry (short backoff, growing if it keeps happening) plans
-            # from it. No GET: the writer needs no read access beyond list and watch.
+            # No GET: the watch brings the newer object; the writer may only list and watch.
             self._metrics.writes.labels("conflict").inc()
             self._metrics.conflicts.inc()
             log.info(
@@ -203,16 +175,8 @@ class StatusWriter:
             )
             return Outcome("retry", 0.0)
         self._metrics.writes.labels("error").inc()
-        log.warning(
-            "status write failed; retrying after backoff",
-            extra={
-                "fields": {
-                    **_where(key),
-                    "status": code,
-                    "error": error_text(error),
-                }
-            },
-        )
+        fields = {**_where(key), "status": code, "error": error_text(error)}
+        log.warning("status write failed; retrying after backoff", extra={"fields": fields})
         return Outcome("retry", retry_after(error))
 
     def _track_validity(self, key: Key, valid: bool) -> None:

@@ -1,7 +1,5 @@
-"""Prometheus metrics of one status writer: prometheus-client objects in its own registry.
-
-One registry per writer (not the process-global default) so two writers in
-one process, as the tests run them, never share or clash over a counter.
+"""Prometheus metrics of one status writer, in a registry of its own (two writers in one process,
+as in the tests, never clash over a counter).
 """
 
 from __future__ import annotations
@@ -13,7 +11,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from webhook.observability.metrics import MetricsRegistry
 
-# The label values of the counters that name theirs in their help.
 WATCH_RESTART_REASONS: Final = ("closed", "gone", "error")
 RECONCILE_OUTCOMES: Final = ("up_to_date", "written", "gone", "standby", "retry")
 WRITE_RESULTS: Final = ("ok", "not_found", "conflict", "error")
@@ -22,10 +19,8 @@ WRITE_RESULTS: Final = ("ok", "not_found", "conflict", "error")
 def _counter_by(
     name: str, what: str, label: str, values: Sequence[str], registry: CollectorRegistry
 ) -> Counter:
-    """A counter with one label, its help `<what>, by <label> (a, b, c)` listing `values`.
-
-    Every value exists from the start, so a rate() over a counter that has never moved
-    reads 0 rather than "no data".
+    """Help `<what>, by <label> (a, b, c)`; every value exists from the start, so a rate() over a
+    counter that never moved reads 0 rather than "no data".
     """
     counter = Counter(name, f"{what}, by {label} ({', '.join(values)})", [label], registry=registry)
     for value in values:
@@ -74,20 +69,16 @@ class WriterMetrics(MetricsRegistry):
         self.conflicts = Counter(
             "feedbackstore_status_conflicts", "409 Conflict answers to status writes", registry=r
         )
+        events_help = "Kubernetes Events emitted, by reason and result"
         self.events = Counter(
-            "feedbackstore_status_events",
-            "Kubernetes Events emitted, by reason and result",
-            ["reason", "result"],
-            registry=r,
+            "feedbackstore_status_events", events_help, ["reason", "result"], registry=r
         )
         self.leader = Gauge(
             "feedbackstore_status_leader", "1 while this replica holds the Lease", registry=r
         )
+        transitions_help = "Times this replica started or stopped leading"
         self.lease_transitions = Counter(
-            "feedbackstore_status_leader_transitions",
-            "Times this replica started or stopped leading",
-            ["to"],
-            registry=r,
+            "feedbackstore_status_leader_transitions", transitions_help, ["to"], registry=r
         )
         self.write_seconds = Histogram(
             "feedbackstore_status_write_duration_seconds",

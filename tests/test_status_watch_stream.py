@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from webhook.kube.watch import WatchStreamError, decode_event, split_lines
+from webhook.kube.informer import WatchStreamError, decode_event, split_lines
 
 EVENTS = [
     {"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "1"}}},

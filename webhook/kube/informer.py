@@ -11,9 +11,11 @@ import http
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
+import orjson
 import urllib3
 from prometheus_client import Counter, Gauge
 
@@ -26,13 +28,6 @@ from webhook.kube.client import (
     status_code,
 )
 from webhook.kube.settings import InformerSettings
-from webhook.kube.watch import (
-    WatchEvent,
-    WatchStreamError,
-    decode_event,
-    response_chunks,
-    split_lines,
-)
 from webhook.kube.workqueue import Backoff
 
 log = logging.getLogger("feedbackstore.kube.informer")
@@ -43,6 +38,57 @@ _HEALTHY_WATCH_SECONDS = 1.0
 
 class ResourceExpiredError(Exception):
     """410 Gone: our resourceVersion was compacted away."""
+
+
+# A watch line is one object (at most ~1.5 MiB, etcd's limit): one longer is not a watch stream.
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+EVENT_TYPES: Final = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
+
+
+class WatchStreamError(Exception):
+    """The stream cannot be read as a watch (oversized line); reconnect."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str
+    object: dict[str, Any]
+
+
+def split_lines(chunks: Iterable[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """Complete non-empty lines from arbitrarily cut chunks; a trailing partial line is dropped."""
+    buffer = bytearray()
+    for chunk in chunks:
+        buffer.extend(chunk)
+        start = 0
+        while (end := buffer.find(b"\n", start)) != -1:
+            if end > start:
+                yield bytes(buffer[start:end])
+            start = end + 1
+        del buffer[:start]
+        if len(buffer) > limit:
+            raise WatchStreamError(f"watch line longer than {limit} bytes")
+
+
+def decode_event(line: bytes) -> WatchEvent | None:
+    """One watch event, or None for a line that is not one (logged and skipped by the caller)."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    kind, obj = (data.get("type"), data.get("object")) if isinstance(data, dict) else (None, None)
+    if kind not in EVENT_TYPES or not isinstance(obj, dict):
+        return None
+    return WatchEvent(str(kind), obj)
+
+
+def response_chunks(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """Bytes as they arrive: chunk by chunk for chunked encoding, else whatever is ready."""
+    if getattr(response, "chunked", False):
+        yield from response.stream(None)
+        return
+    while chunk := response.read1(65536):
+        yield chunk
 
 
 class InformerMetrics(Protocol):
@@ -92,18 +138,16 @@ class Informer:
                     self._version = self._list()
                 self._watch(self._version)
             except Exception as error:  # never die
-                if (
-                    isinstance(error, ResourceExpiredError)
-                    or status_code(error) == http.HTTPStatus.GONE
-                ):
-                    self._version = None
-                    self._metrics.watch_restarts.labels("gone").inc()
-                    log.info(
-                        "resourceVersion expired (410 Gone); relisting",
-                        extra={"fields": {"reason": "gone"}},
-                    )
-                else:
+                expired = isinstance(error, ResourceExpiredError)
+                if not expired and status_code(error) != http.HTTPStatus.GONE:
                     self._fail(error)
+                    continue
+                self._version = None
+                self._metrics.watch_restarts.labels("gone").inc()
+                log.info(
+                    "resourceVersion expired (410 Gone); relisting",
+                    extra={"fields": {"reason": "gone"}},
+                )
 
     def stop(self) -> None:
         """Also unblocks a watch read in progress."""
@@ -132,17 +176,9 @@ class Informer:
         self._backoff.reset()
         first = not self.synced.is_set()
         self.synced.set()
-        log.info(
-            "listed",
-            extra={
-                "fields": {
-                    "objects": len(fresh),
-                    "resourceVersion": version,
-                    "requests": listed.requests,
-                    "fullListFallback": listed.full_list_fallback,
-                }
-            },
-        )
+        fields = {"objects": len(fresh), "resourceVersion": version, "requests": listed.requests}
+        fields["fullListFallback"] = listed.full_list_fallback
+        log.info("listed", extra={"fields": fields})
         if first:
             self._on_synced()
         return version
@@ -200,17 +236,8 @@ class Informer:
             )
             return
         if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "watch event",
-                extra={
-                    "fields": {
-                        "type": event.type,
-                        "namespace": key[0],
-                        "object": key[1],
-                        "resourceVersion": self._version,
-                    }
-                },
-            )
+            fields = {"type": event.type, "namespace": key[0], "object": key[1]}
+            log.debug("watch event", extra={"fields": {**fields, "resourceVersion": self._version}})
         if event.type == "DELETED":
             self._known.discard(key)
             self._on_delete(key)
@@ -224,15 +251,11 @@ class Informer:
             return
         delay = max(self._backoff.next_delay(), retry_after(error))
         self._metrics.watch_restarts.labels("error").inc()
-        log.warning(
-            "list/watch failed",
-            extra={
-                "fields": {
-                    "status": status_code(error),
-                    "error": error_text(error),
-                    "retry_in": round(delay, 3),
-                    "transport": isinstance(error, TRANSPORT_ERRORS),
-                }
-            },
-        )
+        fields = {
+            "status": status_code(error),
+            "error": error_text(error),
+            "retry_in": round(delay, 3),
+        }
+        fields["transport"] = isinstance(error, TRANSPORT_ERRORS)
+        log.warning("list/watch failed", extra={"fields": fields})
         self._stop.wait(delay)

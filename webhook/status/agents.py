@@ -49,12 +49,7 @@ class AgentView:
         self._not_served = False
         # Its own metrics registry: the writer's gauges and counters speak of stores only.
         self.informer = Informer(
-            self._api,
-            self._link,
-            self._unlink,
-            WriterMetrics(),
-            settings,
-            on_synced=self._synced,
+            self._api, self._link, self._unlink, WriterMetrics(), settings, on_synced=self._synced
         )
 
     def _link(self, agent: Key, obj: dict[str, Any]) -> None:

@@ -31,10 +31,7 @@ log = logging.getLogger("feedbackstore.status.controller")
 
 class StatusController:
     def __init__(
-        self,
-        api_client: ApiClient,
-        settings: WriterSettings,
-        metrics: WriterMetrics | None = None,
+        self, api_client: ApiClient, settings: WriterSettings, metrics: WriterMetrics | None = None
     ) -> None:
         self.settings = settings
         self.metrics = metrics or WriterMetrics()
@@ -47,13 +44,11 @@ class StatusController:
         self._lease_client.user_agent = api_client.user_agent
         self.cache = ObjectCache()
         self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
+        lease = LeaseApi(
+            self._lease_client, settings.lease_namespace, settings.lease_name, FIELD_MANAGER
+        )
         self.elector = LeaderElector(
-            LeaseApi(
-                self._lease_client, settings.lease_namespace, settings.lease_name, FIELD_MANAGER
-            ),
-            settings.election(),
-            self.metrics,
-            on_started_leading=self.resync,
+            lease, settings.election(), self.metrics, on_started_leading=self.resync
         )
         stores = FeedbackStoreApi(api_client, settings.namespace)
         self.agents = AgentView(
@@ -64,13 +59,9 @@ class StatusController:
             replan=self.resync,
             recheck_seconds=settings.agent_recheck_seconds,
         )
+        events = EventRecorder(api_client, settings.identity, self.metrics)
         self.writer = StatusWriter(
-            stores,
-            self.cache,
-            self.metrics,
-            EventRecorder(api_client, settings.identity, self.metrics),
-            self.elector.is_leader,
-            self.agents.view,
+            stores, self.cache, self.metrics, events, self.elector.is_leader, self.agents.view
         )
         self.informer = Informer(
             stores, self._store, self._forget, self.metrics, settings.informer()

@@ -1,14 +1,11 @@
 """Issue a CA and a serving certificate signed by it, in memory.
 
-ECDSA P-256 is the default: a full TLS handshake costs about half of an
-RSA-2048 one, and kube-apiserver opens new connections to webhooks whenever
-its pool turns over. RSA-2048 stays available for environments that insist on
-it. Lifetimes are short enough to force a rotation habit and long enough that a
-forgotten cluster does not break within weeks.
-"""
+ECDSA P-256 by default: a full TLS handshake costs about half of an RSA-2048 one, and
+kube-apiserver opens new connections to webhooks whenever its pool turns over."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import ipaddress
 import re
@@ -59,13 +56,10 @@ def is_dns_label(text: str) -> bool:
 
 def check_host(host: str) -> None:
     """Refuse what no TLS client could match: an IP literal or an ASCII DNS name (`*.` allowed)."""
-    try:
+    with contextlib.suppress(ValueError):
         ipaddress.ip_address(host)
         return
-    except ValueError:
-        pass
-    name = host.removeprefix("*.")
-    labels = name.split(".")
+    labels = host.removeprefix("*.").split(".")
     if len(host) > _MAX_HOST_LENGTH or not all(_HOST_LABEL.fullmatch(label) for label in labels):
         raise ValueError(
             f"{host!r} is not a DNS name or IP address (ASCII letters, digits, '-' and '.'; "
@@ -83,15 +77,12 @@ def service_hosts(service: str, namespace: str) -> tuple[str, ...]:
     )
 
 
-def subject_alternative_names(hosts: Sequence[str]) -> list[x509.GeneralName]:
-    """IP literals become IP SANs, everything else a DNS SAN (TLS clients check them apart)."""
-    names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    return names
+def _san(host: str) -> x509.GeneralName:
+    """An IP literal is an IP SAN, anything else a DNS SAN: TLS clients check them apart."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
 
 
 def new_private_key(key_type: KeyType) -> PrivateKey:
@@ -136,7 +127,6 @@ def issue_serving(
     common_name: str | None = None,
     now: dt.datetime | None = None,
 ) -> Bundle:
-    """A new serving key and certificate for `hosts`, signed by `authority`."""
     if not hosts:
         raise ValueError("a serving certificate needs at least one host name")
     for host in hosts:
@@ -203,7 +193,7 @@ def _serving_certificate(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False, rsa_key=isinstance(key, rsa.RSAPrivateKey)), True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(subject_alternative_names(hosts)), False)
+        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False
         )

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from cryptography import x509
 
-from webhook.certs.reuse import issued_by
+from webhook.certs.renewal import issued_by
 from webhook.doctor.registration import client_config
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Fetched, Unreadable

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE
-from webhook.certs.kustomize import SECRET_NAME, WEBHOOK_CONFIGURATION
+from webhook.certs.overlay import SECRET_NAME, WEBHOOK_CONFIGURATION
 from webhook.status.settings import LEASE_NAME
 
 DEFAULT_PROBE_NAMESPACE: Final = "default"

@@ -1,9 +1,7 @@
 """The ValidatingWebhookConfiguration: present, and set up the way SPEC §6 ships it.
 
-Only the entries that validate CREATE or UPDATE of FeedbackStores are held to
-`failurePolicy: Fail` and the rest; a DELETE-only entry (in-use warnings) may
-rightly fail open. Each check looks at every such entry and reports the worst.
-"""
+Only entries validating CREATE or UPDATE of FeedbackStores are held to it (and the worst one
+reported): a DELETE-only entry (in-use warnings) may rightly fail open."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
-from webhook.doctor.selectors import selects
 from webhook.doctor.snapshot import (
     KUBE_SYSTEM,
     NAMESPACE_NAME_LABEL,
@@ -49,7 +46,6 @@ def admission_entries(configuration: Fetched) -> list[Entry]:
 def check_registration(
     configuration: Fetched, target: Target, namespaces: Mapping[str, Fetched]
 ) -> list[CheckResult]:
-    """One result for the registration itself, then one per field SPEC §6 prescribes."""
     name = target.webhook_configuration
     verdicts: dict[str, Callable[[dict[str, Any]], Verdict]] = {
         "failurePolicy": _failure_policy,
@@ -84,10 +80,9 @@ def check_registration(
 
 
 def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
-    """(host name the certificate must carry, how kube-apiserver reaches the webhook).
+    """(host the certificate must name, how kube-apiserver reaches the webhook).
 
-    kube-apiserver dials a `service:` as `NAME.NAMESPACE.svc` and checks the
-    certificate against that name; a `url:` by its host.
+    kube-apiserver dials a `service:` as `NAME.NAMESPACE.svc`, a `url:` by its host.
     """
     service = client_config(entry, "service")
     if isinstance(service, dict):
@@ -101,7 +96,6 @@ def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
 
 
 def client_config(entry: dict[str, Any], key: str) -> object:
-    """`clientConfig.<key>` of a webhook entry (`service`, `url`, `caBundle`), if there."""
     config = entry.get("clientConfig")
     return config.get(key) if isinstance(config, dict) else None
 
@@ -253,3 +247,30 @@ def selects_namespace(configuration: Fetched, name: str, namespace: Fetched) -> 
         selects(entry.get("namespaceSelector"), labels)
         for _, entry in admission_entries(configuration)
     )
+
+
+def selects(selector: object, labels: Mapping[str, str]) -> bool:
+    """As kube-apiserver matches a `namespaceSelector`: none or empty selects everything.
+
+    An unknown operator selects nothing: apimachinery refuses (and never stores) such a selector.
+    """
+    if not isinstance(selector, dict):
+        return True
+    match_labels = selector.get("matchLabels") or {}
+    if any(labels.get(key) != value for key, value in match_labels.items()):
+        return False
+    return all(_requirement(r, labels) for r in selector.get("matchExpressions") or ())
+
+
+def _requirement(requirement: Any, labels: Mapping[str, str]) -> bool:
+    if not isinstance(requirement, dict) or not isinstance(key := requirement.get("key"), str):
+        return False
+    operator, values = requirement.get("operator"), requirement.get("values") or ()
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    return operator == "DoesNotExist" and not present

@@ -7,11 +7,10 @@ from __future__ import annotations
 import base64
 import pathlib
 
+from webhook.certs.defaults import SECRET_NAME, WEBHOOK_CONFIGURATION
 from webhook.certs.files import PRIVATE_MODE, PUBLIC_MODE, ServingFiles, write_atomically
 from webhook.manifests.render import render_yaml
 
-SECRET_NAME = "feedbackstore-webhook-tls"  # noqa: S105 (a name, not a password)
-WEBHOOK_CONFIGURATION = "feedbackstore-webhook"
 WEBHOOK_NAME = "validate.feedbackstores.agents.ctxmesh.ai"
 # The DELETE-only entry that warns when agents still use a store (SPEC §7).
 DELETE_WEBHOOK_NAME = "warn-delete.feedbackstores.agents.ctxmesh.ai"

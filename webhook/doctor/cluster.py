@@ -1,10 +1,6 @@
-"""The doctor's only contact with the API server: fetch a `Snapshot`, through the official client.
-
-Every read asks for the raw JSON (`_preload_content=False`), so the checks see
-objects exactly as the server sends them. A 404 is an answer (the object is
-not there); 403 and 5xx become `Unreadable` for the check to report; no
-answer at all, or 401, means the cluster cannot be examined: `UnreachableError`.
-"""
+"""The doctor's only contact with the API server: fetch a `Snapshot` as raw JSON, so the checks
+see objects exactly as the server sends them. A 404 is an answer; 403 and 5xx are `Unreadable`
+for a check to report; no answer, or 401, means nothing can be examined: `UnreachableError`."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ REQUEST_TIMEOUT: Final = (5.0, 35.0)
 _WARNING: Final = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
 
 
-class UnreachableError(Exception):
-    """The API server did not answer, or refused who we are (401)."""
+class UnreachableError(Exception): ...
 
 
 def connect(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
@@ -95,7 +90,6 @@ def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:
 
 
 def probe(custom: k8s.CustomObjectsApi, namespace: str) -> ProbeOutcome:
-    """Server-side dry-run create of the probe store: what came back, warnings included."""
     try:
         response = custom.create_namespaced_custom_object(
             api.GROUP,
@@ -122,7 +116,6 @@ T = TypeVar("T")
 
 
 def _answered(call: Callable[[], T]) -> T | Unreadable | None:
-    """What `call` read, None on 404, `Unreadable` on any other refusal; no answer raises."""
     try:
         return call()
     except ApiException as error:
@@ -138,7 +131,6 @@ def _answered(call: Callable[[], T]) -> T | Unreadable | None:
 
 
 def _get(read: Callable[..., object], *args: object, **options: object) -> Fetched:
-    """The raw JSON `read(*args)` answers; None on 404, `Unreadable` on any other refusal."""
     found: Fetched = _answered(lambda: read_json(read(*args, **options, **_RAW)))
     return found
 
@@ -146,7 +138,6 @@ def _get(read: Callable[..., object], *args: object, **options: object) -> Fetch
 def _stores(
     custom: k8s.CustomObjectsApi, namespace: str | None
 ) -> list[dict[str, Any]] | Unreadable | None:
-    """Every FeedbackStore in `namespace` (None: all), a page at a time (the one pager)."""
     where = (namespace,) if namespace else ()
     listing: Callable[..., object] = (
         custom.list_namespaced_custom_object if namespace else custom.list_cluster_custom_object
@@ -172,7 +163,6 @@ def _warnings(headers: Any) -> tuple[str, ...]:
 
 
 def _message(error: ApiException) -> str:
-    """The Status message of a refusal, or the HTTP reason when the body is not a Status."""
     try:
         body = orjson.loads(error.body or b"")
     except orjson.JSONDecodeError:

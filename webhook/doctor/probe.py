@@ -1,11 +1,6 @@
-"""The webhook really answers: a server-side dry-run only the webhook can react to.
-
-The probe is a valid store in `mode: Monitor`, which the CRD admits and which
-only the webhook answers with a warning (SPEC §1). kube-apiserver relays that
-warning only if it called the webhook through the registration, reached it
-(Service, endpoints, pod) and trusted its certificate; dry-run stores
-nothing. The expected text is derived from the rules, never restated here.
-"""
+"""The webhook really answers: a server-side dry-run of a valid store in `mode: Monitor`, which only
+the webhook answers with a warning (SPEC §1), relayed only if kube-apiserver called it through the
+registration, reached its pod and trusted its certificate. Dry-run stores nothing."""
 
 from __future__ import annotations
 
@@ -32,12 +27,11 @@ def probe_store(namespace: str) -> dict[str, Any]:
 
 
 def expected_warnings() -> tuple[str, ...]:
-    """What the webhook says about the probe, as its admission response words it."""
     return bounded(str(w) for w in validate_spec(PROBE_SPEC).warnings)
 
 
 def check_probe(outcome: ProbeOutcome | None, namespace: str, selected: bool | None) -> CheckResult:
-    """`selected`: does the registration's namespaceSelector match `namespace` (None: unknown)."""
+    """`selected`: the registration's namespaceSelector matches `namespace` (None: unknown)."""
     if outcome is None:
         return skip(NAME, "no FeedbackStore API to probe")
     where = f"dry-run create in namespace {namespace}"

@@ -1,7 +1,6 @@
-"""Issue a CA and a serving certificate signed by it, in memory.
-
-ECDSA P-256 by default: a full TLS handshake costs about half of an RSA-2048 one, and
-kube-apiserver opens new connections to webhooks whenever its pool turns over."""
+"""Issue a CA and a serving certificate signed by it, in memory. ECDSA P-256 by default: a full TLS
+handshake costs about half of an RSA-2048 one, and kube-apiserver opens new connections to
+webhooks whenever its pool turns over."""
 
 from __future__ import annotations
 
@@ -115,7 +114,22 @@ def issue_authority(
     """A fresh self-signed CA allowed to sign leaf certificates only (path length 0)."""
     _check_days(days)
     key = new_private_key(key_type)
-    return Authority(_ca_certificate(key, _start(now), days), key)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "feedbackstore-webhook CA")])
+    start = _start(now)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .sign(key, hashes.SHA256())
+    )
+    return Authority(cert, key)
 
 
 def issue_serving(
@@ -135,54 +149,10 @@ def issue_serving(
     start = _start(now)
     end = min(start + dt.timedelta(days=days), authority.cert.not_valid_after_utc)
     key = new_private_key(key_type)
-    cert = _serving_certificate(key, authority, hosts, common_name or hosts[0], start, end)
-    return Bundle(
-        ca_cert=authority.cert.public_bytes(serialization.Encoding.PEM),
-        ca_key=_pem_key(authority.key),
-        cert=cert.public_bytes(serialization.Encoding.PEM),
-        key=_pem_key(key),
-    )
-
-
-def _check_days(days: int) -> None:
-    if days < 1:
-        raise ValueError(f"a certificate lifetime must be at least 1 day, not {days}")
-
-
-def _start(now: dt.datetime | None) -> dt.datetime:
-    return (now or dt.datetime.now(dt.UTC)) - _CLOCK_SKEW
-
-
-def _ca_certificate(key: PrivateKey, start: dt.datetime, days: int) -> x509.Certificate:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "feedbackstore-webhook CA")])
-    public = key.public_key()
-    return (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(public)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(start + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(ca=True), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-
-
-def _serving_certificate(
-    key: PrivateKey,
-    authority: Authority,
-    hosts: Sequence[str],
-    common_name: str,
-    start: dt.datetime,
-    end: dt.datetime,
-) -> x509.Certificate:
     ca_ski = authority.cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
     # CN is capped at 64 characters by X.509; hostname checks use the SANs anyway.
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])])
-    return (
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, (common_name or hosts[0])[:64])])
+    cert = (
         x509.CertificateBuilder()
         .subject_name(subject)
         .issuer_name(authority.cert.subject)
@@ -199,6 +169,21 @@ def _serving_certificate(
         )
         .sign(authority.key, hashes.SHA256())
     )
+    return Bundle(
+        ca_cert=authority.cert.public_bytes(serialization.Encoding.PEM),
+        ca_key=_pem_key(authority.key),
+        cert=cert.public_bytes(serialization.Encoding.PEM),
+        key=_pem_key(key),
+    )
+
+
+def _check_days(days: int) -> None:
+    if days < 1:
+        raise ValueError(f"a certificate lifetime must be at least 1 day, not {days}")
+
+
+def _start(now: dt.datetime | None) -> dt.datetime:
+    return (now or dt.datetime.now(dt.UTC)) - _CLOCK_SKEW
 
 
 def _key_usage(*, ca: bool, rsa_key: bool = False) -> x509.KeyUsage:

@@ -1,8 +1,6 @@
-"""Keep, renew or recreate the CA and serving certificate in a directory, cheapest first.
-
-Reissuing on every start would churn the CA users trust for nothing; keeping a certificate that
-no longer covers a host or is about to expire is the classic `x509: certificate is valid for ...`
-outage. Renewing keeps the CA, so the caBundle in the cluster stays valid: no x509 window."""
+"""Keep what is on disk while it fits (reissuing churns the CA users trust), else renew the serving
+certificate under the same CA (the cluster's caBundle stays valid: no x509 window), else start
+over: on the first run, with `force`, for another key type, or when the CA nears its end."""
 
 from __future__ import annotations
 
@@ -35,10 +33,7 @@ def ensure_certificates(
     force: bool = False,
     now: dt.datetime | None = None,
 ) -> tuple[ServingFiles, str]:
-    """The files, and "kept", "renewed" or "created"; `key_type` None accepts what is on disk.
-
-    A new CA on the first run, with `force`, for another key type, or when the CA nears its end.
-    """
+    """The files, and "kept", "renewed" or "created"; `key_type` None accepts what is on disk."""
     moment = now or dt.datetime.now(dt.UTC)
     files = ServingFiles.in_dir(out_dir)
     authority = None
@@ -77,10 +72,7 @@ def _load_pair(
 
 
 def issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
-    """`issuer` signed `cert` directly (dates ignored): the rule renewal and the doctor share.
-
-    False, not an error, for a mismatched name, an unsupported algorithm or a bad signature.
-    """
+    """`issuer` signed `cert` directly (dates ignored); False for any mismatch or bad signature."""
     try:
         cert.verify_directly_issued_by(issuer)
     except (ValueError, TypeError, InvalidSignature):
@@ -111,7 +103,6 @@ def _serves(
 
 
 def _is_fresh(cert: x509.Certificate, now: dt.datetime) -> bool:
-    """Already valid and with more than the renewal margin left."""
     start, end = cert.not_valid_before_utc, cert.not_valid_after_utc
     return start <= now < end - min((end - start) / _RENEW_FRACTION, _RENEW_AT_MOST)
 

@@ -1,7 +1,6 @@
-"""The serving certificate in the Secret: trusted by the caBundle, named for the host, in date.
-
-Asked apart, as kube-apiserver (a Go client) asks them: a chain from the leaf (and intermediates
-served with it) to a caBundle CA, then the dialled host against the SANs only (never the CN)."""
+"""The serving certificate in the Secret: trusted by the caBundle, named for the host, in date,
+asked apart as kube-apiserver (a Go client) asks: a chain from the leaf (and intermediates served
+with it) to a caBundle CA, then the dialled host against the SANs only (never the CN)."""
 
 from __future__ import annotations
 
@@ -126,10 +125,7 @@ def check_names(leaf: x509.Certificate, host: str) -> CheckResult:
 
 
 def hostname_error(cert: x509.Certificate, host: str) -> str | None:
-    """None when Go's `VerifyHostname` accepts `host`, else its error text, word for word.
-
-    An IP host matches IP SANs only and a DNS host DNS SANs only; the CN never counts.
-    """
+    """None when Go's `VerifyHostname` accepts `host` (SANs only), else its error, word for word."""
     dns, ips = _sans(cert)
     try:
         address = ipaddress.ip_address(host)

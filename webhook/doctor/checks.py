@@ -47,10 +47,7 @@ def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Che
 
 
 def service_ref(configuration: Fetched, target: Target) -> tuple[str, str, str]:
-    """(namespace, name, why this one) of the Service whose endpoints are checked.
-
-    A `url:` registration never uses a Service, so the one the doctor was told about is checked.
-    """
+    """(namespace, name, why) of the Service checked; a `url:` registration uses none."""
     entries = registration.admission_entries(configuration)
     for _, entry in entries:
         service = registration.client_config(entry, "service")
@@ -132,10 +129,7 @@ def check_endpoints(
     service_ref: str,
     note: str = "",
 ) -> CheckResult:
-    """Ready endpoints in the Service's EndpointSlices; `note` says why this Service is checked.
-
-    An absent `ready` condition counts as ready, as the EndpointSlice API tells consumers to.
-    """
+    """`note`: why this Service; an absent `ready` counts as ready (EndpointSlice API)."""
     suffix = f" ({note})" if note else ""
     if isinstance(service, Unreadable):
         return refused(ENDPOINTS, f"read Service {service_ref}", service, _ENDPOINTS_NEEDS)

@@ -1,7 +1,6 @@
-"""The ValidatingWebhookConfiguration: present, and set up the way SPEC §6 ships it.
-
-Only entries validating CREATE or UPDATE of FeedbackStores are held to it (and the worst one
-reported): a DELETE-only entry (in-use warnings) may rightly fail open."""
+"""The ValidatingWebhookConfiguration: present, and set up as SPEC §6 ships it. Only entries that
+validate CREATE or UPDATE of FeedbackStores are held to it, the worst reported: a DELETE-only entry
+(in-use warnings) may rightly fail open."""
 
 from __future__ import annotations
 
@@ -10,13 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
-from webhook.doctor.snapshot import (
-    KUBE_SYSTEM,
-    NAMESPACE_NAME_LABEL,
-    Fetched,
-    Target,
-    Unreadable,
-)
+from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
 from webhook.rules import api
 
 REGISTRATION: Final = "webhook-configuration"
@@ -80,10 +73,7 @@ def check_registration(
 
 
 def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
-    """(host the certificate must name, how kube-apiserver reaches the webhook).
-
-    kube-apiserver dials a `service:` as `NAME.NAMESPACE.svc`, a `url:` by its host.
-    """
+    """(host the certificate must name, how kube-apiserver dials it: `service:` as NAME.NS.svc)."""
     service = client_config(entry, "service")
     if isinstance(service, dict):
         host = f"{service.get('name')}.{service.get('namespace')}.svc"
@@ -250,10 +240,7 @@ def selects_namespace(configuration: Fetched, name: str, namespace: Fetched) -> 
 
 
 def selects(selector: object, labels: Mapping[str, str]) -> bool:
-    """As kube-apiserver matches a `namespaceSelector`: none or empty selects everything.
-
-    An unknown operator selects nothing: apimachinery refuses (and never stores) such a selector.
-    """
+    """As kube-apiserver matches a `namespaceSelector`; apimachinery refuses an unknown operator."""
     if not isinstance(selector, dict):
         return True
     match_labels = selector.get("matchLabels") or {}

@@ -1,7 +1,6 @@
 """The FeedbackStores: does each carry a current `Validated`, and does any hang in `Terminating`?
-
-A store whose current condition is `False` is an invalid object the webhook never saw (created
-before it, or while it failed open): worth a warning."""
+A current `False` is an invalid object the webhook never saw (created before it, or while it
+failed open): worth a warning."""
 
 from __future__ import annotations
 
@@ -72,10 +71,7 @@ def _state(store: dict[str, Any]) -> str:
 
 
 def check_held(stores: Stores, *, writer_leads: bool) -> CheckResult:
-    """Held while AgentDeployments reference it is in-use protection working (a warning).
-
-    Held with no writer leading, or after the writer's condition says the store is unused, fails.
-    """
+    """Held while AgentDeployments use it: the feature working; held unused or unled: a failure."""
     if isinstance(stores, Unreadable) or stores is None:
         return skip(HELD, "FeedbackStores not listed")
     holding = [s for s in stores if deletion_in_progress(s) and has_finalizer(s, inuse.FINALIZER)]

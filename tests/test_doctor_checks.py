@@ -19,9 +19,17 @@ from cryptography.x509.oid import NameOID
 
 from webhook.certs.issue import Authority, Bundle, issue_authority, issue_bundle, issue_serving
 from webhook.doctor import certificates, registration
-from webhook.doctor.checks import check_crd, check_endpoints, check_lease, run_checks, service_ref
+from webhook.doctor.checks import (
+    check_crd,
+    check_endpoints,
+    check_lease,
+    check_probe,
+    expected_warnings,
+    probe_store,
+    run_checks,
+    service_ref,
+)
 from webhook.doctor.cluster import _warnings
-from webhook.doctor.probe import check_probe, expected_warnings, probe_store
 from webhook.doctor.registration import selects
 from webhook.doctor.result import (
     CheckResult,

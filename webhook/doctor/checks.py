@@ -1,4 +1,4 @@
-"""Every check, in the order an admin reads them, over one `Snapshot`; the CRD, Service and
+"""Every check, in the order an admin reads them, over one `Snapshot`; the CRD, Service, probe and
 Lease checks live here, the larger ones in a module each."""
 
 from __future__ import annotations
@@ -6,15 +6,15 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Final
 
+from webhook.admission.warnings import bounded
 from webhook.doctor import certificates, registration
-from webhook.doctor.probe import check_probe
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
-from webhook.doctor.snapshot import Fetched, Snapshot, Target, Unreadable
+from webhook.doctor.snapshot import Fetched, ProbeOutcome, Snapshot, Target, Unreadable
 from webhook.doctor.stores import check_held, check_stores
 from webhook.kube.leader import read_record
 from webhook.kube.objects import find_condition
 from webhook.kube.timestamps import parse_time
-from webhook.rules import api
+from webhook.rules import api, validate_spec
 
 CRD: Final = "crd"
 ENDPOINTS: Final = "service-endpoints"
@@ -22,6 +22,10 @@ LEASE: Final = "status-writer-lease"
 DEFAULT_LEASE_DURATION: Final = 15
 _INSTALL_CRD: Final = "kubectl apply --server-side -k manifests/crd"
 _ENDPOINTS_NEEDS: Final = "get services, list endpointslices"
+PROBE: Final = "webhook-answers"
+PROBE_NAME: Final = "feedbackstore-doctor-probe"
+PROBE_SPEC: Final = {"mode": api.MONITOR_MODE, "human": {"scores": [{"name": "doctor-probe"}]}}
+_CALL_FAILED: Final = "failed calling webhook"
 
 
 def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[CheckResult]:
@@ -165,6 +169,63 @@ def check_endpoints(
         f"kubectl -n {namespace} get pods -l app.kubernetes.io/component=webhook; "
         "kubectl describe the pods (a missing Secret keeps them ContainerCreating)",
     )
+
+
+def probe_store(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
+        "metadata": {"name": PROBE_NAME, "namespace": namespace},
+        "spec": PROBE_SPEC,
+    }
+
+
+def expected_warnings() -> tuple[str, ...]:
+    return bounded(str(w) for w in validate_spec(PROBE_SPEC).warnings)
+
+
+def check_probe(outcome: ProbeOutcome | None, namespace: str, selected: bool | None) -> CheckResult:
+    """A dry-run create of a valid store in `mode: Monitor`, which only the webhook warns about
+    (SPEC §1): the warning comes back only if kube-apiserver called it through the registration,
+    reached its pod and trusted its certificate. `selected`: namespaceSelector matches `namespace`.
+    """
+    if outcome is None:
+        return skip(PROBE, "no FeedbackStore API to probe")
+    where = f"dry-run create in namespace {namespace}"
+    if outcome.status is None:
+        return fail(PROBE, f"{where}: no answer from kube-apiserver: {outcome.message}", _LOGS)
+    if outcome.status in (200, 201):
+        if any(text in got for text in expected_warnings() for got in outcome.warnings):
+            return ok(
+                PROBE, f"{where}: kube-apiserver called the webhook, which warned as expected"
+            )
+        return fail(PROBE, f"{where} was admitted without the webhook's warning: it was not called",
+                    _not_called_fix(namespace, selected))  # fmt: skip
+    if _CALL_FAILED in outcome.message:
+        return fail(PROBE, f"{where}: {outcome.message}", _CALL_FIX)
+    if outcome.status == 404 and "namespaces" in outcome.message:
+        return fail(PROBE, f"{where}: {outcome.message}", _NAMESPACE_FIX)
+    return fail(PROBE, f"{where}: HTTP {outcome.status}: {outcome.message}", _LOGS)
+
+
+def _not_called_fix(namespace: str, selected: bool | None) -> str:
+    if selected is None:
+        return "kube-apiserver has no registration of ours to call: see webhook-configuration"
+    if selected is False:
+        return f"the namespaceSelector does not match namespace {namespace}: " + _NAMESPACE_FIX
+    return (
+        "with failurePolicy Ignore a failed call is silent: look for 'failed calling webhook' in "
+        "kube-apiserver's log; check the rules match CREATE of feedbackstores"
+    )
+
+
+_CALL_FIX = (
+    "kube-apiserver's own words: an x509 error points at the certificate checks above, "
+    "'connection refused', 'no endpoints' or a timeout at the webhook pods and the network "
+    "from the control plane to them (TCP 8443)"
+)
+_NAMESPACE_FIX = "pass --probe-namespace NS, an existing namespace the webhook matches"
+_LOGS = "check kube-apiserver's health and logs, and that you may create feedbackstores there"
 
 
 def check_lease(lease: Fetched, lease_ref: str, now: dt.datetime) -> CheckResult:

@@ -16,8 +16,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from webhook.doctor.checks import service_ref
-from webhook.doctor.probe import probe_store
+from webhook.doctor.checks import probe_store, service_ref
 from webhook.doctor.snapshot import (
     KUBE_SYSTEM,
     SERVICE_NAME_LABEL,

@@ -68,12 +68,8 @@ def check_host(host: str) -> None:
 
 def service_hosts(service: str, namespace: str) -> tuple[str, ...]:
     """The DNS names kube-apiserver may use to reach a Service (it uses NAME.NS.svc)."""
-    return (
-        service,
-        f"{service}.{namespace}",
-        f"{service}.{namespace}.svc",
-        f"{service}.{namespace}.svc.cluster.local",
-    )
+    svc = f"{service}.{namespace}.svc"
+    return service, f"{service}.{namespace}", svc, f"{svc}.cluster.local"
 
 
 def _san(host: str) -> x509.GeneralName:

@@ -156,12 +156,11 @@ def check_expiry(
 ) -> CheckResult:
     """The earliest end of validity along leaf -> CA, and any certificate not yet valid."""
     path = chain_to(chain[0], chain[1:], bundle) or list(chain[:1])
-    early = [cert for cert in path if cert.not_valid_before_utc > now]
-    if early:
-        cert = early[0]
+    early = next((cert for cert in path if cert.not_valid_before_utc > now), None)
+    if early is not None:
         return fail(
             EXPIRY,
-            f"{_name(cert)} is not valid before {_day(cert.not_valid_before_utc)} (clock skew?)",
+            f"{_name(early)} is not valid before {_day(early.not_valid_before_utc)} (clock skew?)",
             "check the clocks of the issuer and the cluster, then reissue",
         )
     first = min(path, key=lambda cert: cert.not_valid_after_utc)

@@ -44,10 +44,7 @@ def connect(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
     """A client from `kubeconfig` (or $KUBECONFIG, ~/.kube/config), else the in-cluster account."""
     default = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
     if kubeconfig or context or Path(default.split(os.pathsep)[0]).is_file():
-        loaded: k8s.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context
-        )
-        return loaded
+        return k8s_config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-any-return,no-untyped-call]
     configuration = k8s.Configuration()
     k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     return k8s.ApiClient(configuration)

@@ -100,8 +100,7 @@ def _covers(values: object, wanted: str) -> bool:
 
 
 def _writes_feedbackstores(rule: dict[str, Any]) -> bool:
-    resources = rule.get("resources")
-    operations = rule.get("operations")
+    resources, operations = rule.get("resources"), rule.get("operations")
     return (
         _covers(rule.get("apiGroups"), api.GROUP)
         and _covers(rule.get("apiVersions"), api.VERSION)

@@ -9,7 +9,6 @@ from typing import Any, Final
 from webhook.certs import defaults
 from webhook.status.settings import LEASE_NAME
 
-DEFAULT_PROBE_NAMESPACE: Final = "default"
 # Kubernetes' canonical label on every namespace, and where the cluster's own system lives.
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
 KUBE_SYSTEM: Final = "kube-system"
@@ -33,7 +32,7 @@ class Target:
     service: str = defaults.DEFAULT_SERVICE
     secret: str = defaults.SECRET_NAME
     lease: str = LEASE_NAME
-    probe_namespace: str = DEFAULT_PROBE_NAMESPACE
+    probe_namespace: str = "default"
     store_namespace: str | None = None
 
 

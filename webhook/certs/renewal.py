@@ -45,11 +45,10 @@ def ensure_certificates(
         pair = _load_pair(read_optional(files.cert), read_optional(files.key), key_type)
         if pair is not None and _serves(pair[0], authority.cert, hosts, moment):
             return files, "kept"
-    outcome = "renewed"
+    outcome = "created" if authority is None else "renewed"
     chosen = key_type or DEFAULT_KEY_TYPE
     if authority is None:
         authority = issue_authority(key_type=chosen, days=max(CA_DAYS, days), now=moment)
-        outcome = "created"
     bundle = issue_serving(authority, hosts, key_type=chosen, days=days, now=moment)
     return write_bundle(out_dir, bundle), outcome
 

@@ -9,7 +9,7 @@ from typing import Any, Final
 from webhook.admission.warnings import bounded
 from webhook.doctor import certificates, registration
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
-from webhook.doctor.snapshot import Fetched, ProbeOutcome, Snapshot, Target, Unreadable
+from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot, Target, Unreadable
 from webhook.doctor.stores import check_held, check_stores
 from webhook.kube.leader import read_record
 from webhook.kube.objects import find_condition
@@ -128,10 +128,7 @@ def _has_key(node: object, key: str) -> bool:
 
 
 def check_endpoints(
-    service: Fetched,
-    slices: list[dict[str, Any]] | Unreadable | None,
-    service_ref: str,
-    note: str = "",
+    service: Fetched, slices: FetchedList, service_ref: str, note: str = ""
 ) -> CheckResult:
     """`note`: why this Service; an absent `ready` counts as ready (EndpointSlice API)."""
     suffix = f" ({note})" if note else ""

@@ -21,6 +21,7 @@ from webhook.doctor.snapshot import (
     KUBE_SYSTEM,
     SERVICE_NAME_LABEL,
     Fetched,
+    FetchedList,
     ProbeOutcome,
     Snapshot,
     Target,
@@ -131,9 +132,7 @@ def _get(read: Callable[..., object], *args: object, **options: object) -> Fetch
     return found
 
 
-def _stores(
-    custom: k8s.CustomObjectsApi, namespace: str | None
-) -> list[dict[str, Any]] | Unreadable | None:
+def _stores(custom: k8s.CustomObjectsApi, namespace: str | None) -> FetchedList:
     where = (namespace,) if namespace else ()
     listing: Callable[..., object] = (
         custom.list_namespaced_custom_object if namespace else custom.list_cluster_custom_object

@@ -23,6 +23,7 @@ _WRITES: Final = frozenset({"CREATE", "UPDATE", "*"})
 
 # (level, detail, fix); a fix may hold <NAME> and <INDEX>, filled in per entry.
 Verdict = tuple[Level, str, str]
+Judge = Callable[[dict[str, Any]], Verdict]
 Entry = tuple[int, dict[str, Any]]
 
 
@@ -40,7 +41,7 @@ def check_registration(
     configuration: Fetched, target: Target, namespaces: Mapping[str, Fetched]
 ) -> list[CheckResult]:
     name = target.webhook_configuration
-    verdicts: dict[str, Callable[[dict[str, Any]], Verdict]] = {
+    verdicts: dict[str, Judge] = {
         "failurePolicy": _failure_policy,
         "sideEffects": _side_effects,
         "timeoutSeconds": _timeout,
@@ -129,12 +130,7 @@ def _registration_result(name: str, entries: list[Entry]) -> CheckResult:
     return ok(REGISTRATION, f"{name}: {described}")
 
 
-def _combined(
-    check: str,
-    configuration: str,
-    entries: list[Entry],
-    verdict: Callable[[dict[str, Any]], Verdict],
-) -> CheckResult:
+def _combined(check: str, configuration: str, entries: list[Entry], verdict: Judge) -> CheckResult:
     labelled = []
     for index, entry in entries:
         level, detail, fix = verdict(entry)
@@ -197,9 +193,7 @@ def _review_versions(entry: dict[str, Any]) -> Verdict:
     return Level.FAIL, f"{shown}: the webhook speaks v1 and v1beta1 only", fix
 
 
-def _selector_verdict(
-    target: Target, namespaces: Mapping[str, Fetched]
-) -> Callable[[dict[str, Any]], Verdict]:
+def _selector_verdict(target: Target, namespaces: Mapping[str, Fetched]) -> Judge:
     protected = (KUBE_SYSTEM, target.namespace)
 
     def verdict(entry: dict[str, Any]) -> Verdict:

@@ -21,6 +21,7 @@ class Unreadable:
 
 
 Fetched = dict[str, Any] | Unreadable | None
+FetchedList = list[dict[str, Any]] | Unreadable | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +52,8 @@ class Snapshot:
     configuration: Fetched
     secret: Fetched
     service: Fetched
-    endpoint_slices: list[dict[str, Any]] | Unreadable | None
+    endpoint_slices: FetchedList
     lease: Fetched
-    stores: list[dict[str, Any]] | Unreadable | None
+    stores: FetchedList
     probe: ProbeOutcome | None
     namespaces: dict[str, Fetched] = field(default_factory=dict)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, fail, ok, refused, skip, warn
-from webhook.doctor.snapshot import Unreadable
+from webhook.doctor.snapshot import FetchedList, Unreadable
 from webhook.kube.objects import deletion_in_progress, has_finalizer
 from webhook.rules import api, inuse
 from webhook.rules.messages import counted
@@ -20,10 +20,8 @@ NAME: Final = "store-conditions"
 HELD: Final = "held-deletions"
 SHOWN: Final = 5
 
-Stores = list[dict[str, Any]] | Unreadable | None
 
-
-def check_stores(stores: Stores, scope: str) -> CheckResult:
+def check_stores(stores: FetchedList, scope: str) -> CheckResult:
     if isinstance(stores, Unreadable):
         return refused(NAME, "list FeedbackStores", stores, "list on feedbackstores")
     if stores is None:
@@ -70,7 +68,7 @@ def _state(store: dict[str, Any]) -> str:
     return "invalid" if condition.get("status") == STATUS_FALSE else "current"
 
 
-def check_held(stores: Stores, *, writer_leads: bool) -> CheckResult:
+def check_held(stores: FetchedList, *, writer_leads: bool) -> CheckResult:
     """Held while AgentDeployments use it: the feature working; held unused or unled: a failure."""
     if isinstance(stores, Unreadable) or stores is None:
         return skip(HELD, "FeedbackStores not listed")

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from webhook.certs.defaults import CA_DAYS, DEFAULT_KEY_TYPE, SERVING_DAYS, KeyType
@@ -166,9 +167,9 @@ def issue_serving(
         .sign(authority.key, hashes.SHA256())
     )
     return Bundle(
-        ca_cert=authority.cert.public_bytes(serialization.Encoding.PEM),
+        ca_cert=authority.cert.public_bytes(Encoding.PEM),
         ca_key=_pem_key(authority.key),
-        cert=cert.public_bytes(serialization.Encoding.PEM),
+        cert=cert.public_bytes(Encoding.PEM),
         key=_pem_key(key),
     )
 
@@ -198,8 +199,4 @@ def _key_usage(*, ca: bool, rsa_key: bool = False) -> x509.KeyUsage:
 
 
 def _pem_key(key: PrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
+    return key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())

@@ -9,6 +9,7 @@ import binascii
 import datetime as dt
 import ipaddress
 from collections.abc import Sequence
+from ipaddress import IPv4Address, IPv6Address
 from typing import Any, Final
 
 from cryptography import x509
@@ -199,20 +200,14 @@ def chain_to(
     return None
 
 
-def _sans(
-    cert: x509.Certificate,
-) -> tuple[list[str], list[ipaddress.IPv4Address | ipaddress.IPv6Address]]:
+def _sans(cert: x509.Certificate) -> tuple[list[str], list[IPv4Address | IPv6Address]]:
     try:
-        extension = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return [], []
-    dns: list[str] = list(extension.value.get_values_for_type(x509.DNSName))
-    ips = [
-        ip
-        for ip in extension.value.get_values_for_type(x509.IPAddress)
-        if isinstance(ip, ipaddress.IPv4Address | ipaddress.IPv6Address)
-    ]
-    return dns, ips
+    ips = sans.get_values_for_type(x509.IPAddress)
+    addresses = [ip for ip in ips if isinstance(ip, IPv4Address | IPv6Address)]
+    return list(sans.get_values_for_type(x509.DNSName)), addresses
 
 
 def host_matches(name: str, host: str) -> bool:

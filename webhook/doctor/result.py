@@ -70,7 +70,6 @@ def combine(name: str, labelled: Sequence[tuple[str, CheckResult]]) -> CheckResu
 
 
 def refused(name: str, doing: str, found: Unreadable, needs: str) -> CheckResult:
-    """The server would not give what a check needs: say so, and what access it takes."""
     fix = f"run the doctor as a cluster admin (it needs {needs})"
     return fail(name, f"cannot {doing}: {found.reason}", fix)
 

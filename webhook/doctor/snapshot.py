@@ -26,8 +26,6 @@ FetchedList = list[dict[str, Any]] | Unreadable | None
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """The install the doctor examines, by default the shipped manifests' names."""
-
     namespace: str = defaults.DEFAULT_NAMESPACE
     webhook_configuration: str = defaults.WEBHOOK_CONFIGURATION
     service: str = defaults.DEFAULT_SERVICE

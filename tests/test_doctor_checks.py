@@ -19,13 +19,18 @@ from cryptography.x509.oid import NameOID
 
 from webhook.certs.issue import Authority, Bundle, issue_authority, issue_bundle, issue_serving
 from webhook.doctor import certificates, registration
-from webhook.doctor.checks import run_checks, service_ref
+from webhook.doctor.checks import (
+    check_crd,
+    check_endpoints,
+    check_lease,
+    check_probe,
+    expected_warnings,
+    probe_store,
+    run_checks,
+    service_ref,
+)
 from webhook.doctor.cluster import _warnings
-from webhook.doctor.crd import check_crd
-from webhook.doctor.endpoints import check_endpoints
-from webhook.doctor.held import check_held, remove_command
-from webhook.doctor.lease import check_lease
-from webhook.doctor.probe import check_probe, expected_warnings, probe_store
+from webhook.doctor.registration import selects
 from webhook.doctor.result import (
     CheckResult,
     Level,
@@ -38,9 +43,8 @@ from webhook.doctor.result import (
     skip,
     warn,
 )
-from webhook.doctor.selectors import selects
 from webhook.doctor.snapshot import ProbeOutcome, Snapshot, Target, Unreadable
-from webhook.doctor.stores import check_stores
+from webhook.doctor.stores import check_held, check_stores, remove_command
 from webhook.rules.api import CRD_NAME
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)

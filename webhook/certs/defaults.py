@@ -1,19 +1,17 @@
-"""What the certificates default to: names, lifetimes, key type, declared once.
-
-A module of its own, importing nothing heavier than the standard library, so the
-`certs` command can take these defaults for its flags and `--help` without
-loading `cryptography` (every command builds every subcommand's parser).
-"""
+"""What the certificates default to, in a module without `cryptography`: every command builds
+the `certs` parser, whose flags and `--help` take these."""
 
 from __future__ import annotations
 
 import enum
 from typing import Final
 
-# The shipped manifests' install: the Service the serving certificate is named for.
+# The shipped install: the Service the serving certificate is named for, the Secret holding it
+# and the webhook configuration that trusts its CA.
 DEFAULT_NAMESPACE: Final = "feedbackstore-system"
 DEFAULT_SERVICE: Final = "feedbackstore-webhook"
-
+SECRET_NAME: Final = "feedbackstore-webhook-tls"  # noqa: S105 (a name, not a password)
+WEBHOOK_CONFIGURATION: Final = "feedbackstore-webhook"
 CA_DAYS: Final = 3650
 SERVING_DAYS: Final = 365
 

@@ -1,14 +1,10 @@
-"""Issue a CA and a serving certificate signed by it, in memory.
-
-ECDSA P-256 is the default: a full TLS handshake costs about half of an
-RSA-2048 one, and kube-apiserver opens new connections to webhooks whenever
-its pool turns over. RSA-2048 stays available for environments that insist on
-it. Lifetimes are short enough to force a rotation habit and long enough that a
-forgotten cluster does not break within weeks.
-"""
+"""Issue a CA and a serving certificate signed by it, in memory. ECDSA P-256 by default: a full TLS
+handshake costs about half of an RSA-2048 one, and kube-apiserver opens new connections to
+webhooks whenever its pool turns over."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import ipaddress
 import re
@@ -16,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from webhook.certs.defaults import CA_DAYS, DEFAULT_KEY_TYPE, SERVING_DAYS, KeyType
@@ -59,13 +56,10 @@ def is_dns_label(text: str) -> bool:
 
 def check_host(host: str) -> None:
     """Refuse what no TLS client could match: an IP literal or an ASCII DNS name (`*.` allowed)."""
-    try:
+    with contextlib.suppress(ValueError):
         ipaddress.ip_address(host)
         return
-    except ValueError:
-        pass
-    name = host.removeprefix("*.")
-    labels = name.split(".")
+    labels = host.removeprefix("*.").split(".")
     if len(host) > _MAX_HOST_LENGTH or not all(_HOST_LABEL.fullmatch(label) for label in labels):
         raise ValueError(
             f"{host!r} is not a DNS name or IP address (ASCII letters, digits, '-' and '.'; "
@@ -75,23 +69,16 @@ def check_host(host: str) -> None:
 
 def service_hosts(service: str, namespace: str) -> tuple[str, ...]:
     """The DNS names kube-apiserver may use to reach a Service (it uses NAME.NS.svc)."""
-    return (
-        service,
-        f"{service}.{namespace}",
-        f"{service}.{namespace}.svc",
-        f"{service}.{namespace}.svc.cluster.local",
-    )
+    svc = f"{service}.{namespace}.svc"
+    return service, f"{service}.{namespace}", svc, f"{svc}.cluster.local"
 
 
-def subject_alternative_names(hosts: Sequence[str]) -> list[x509.GeneralName]:
-    """IP literals become IP SANs, everything else a DNS SAN (TLS clients check them apart)."""
-    names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    return names
+def _san(host: str) -> x509.GeneralName:
+    """An IP literal is an IP SAN, anything else a DNS SAN: TLS clients check them apart."""
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
 
 
 def new_private_key(key_type: KeyType) -> PrivateKey:
@@ -124,7 +111,22 @@ def issue_authority(
     """A fresh self-signed CA allowed to sign leaf certificates only (path length 0)."""
     _check_days(days)
     key = new_private_key(key_type)
-    return Authority(_ca_certificate(key, _start(now), days), key)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "feedbackstore-webhook CA")])
+    start = _start(now)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(start + dt.timedelta(days=days))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_key_usage(ca=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+        .sign(key, hashes.SHA256())
+    )
+    return Authority(cert, key)
 
 
 def issue_serving(
@@ -136,7 +138,6 @@ def issue_serving(
     common_name: str | None = None,
     now: dt.datetime | None = None,
 ) -> Bundle:
-    """A new serving key and certificate for `hosts`, signed by `authority`."""
     if not hosts:
         raise ValueError("a serving certificate needs at least one host name")
     for host in hosts:
@@ -145,11 +146,30 @@ def issue_serving(
     start = _start(now)
     end = min(start + dt.timedelta(days=days), authority.cert.not_valid_after_utc)
     key = new_private_key(key_type)
-    cert = _serving_certificate(key, authority, hosts, common_name or hosts[0], start, end)
+    ca_ski = authority.cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    # CN is capped at 64 characters by X.509; hostname checks use the SANs anyway.
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, (common_name or hosts[0])[:64])])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(authority.cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(ca=False, rsa_key=isinstance(key, rsa.RSAPrivateKey)), True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False
+        )
+        .sign(authority.key, hashes.SHA256())
+    )
     return Bundle(
-        ca_cert=authority.cert.public_bytes(serialization.Encoding.PEM),
+        ca_cert=authority.cert.public_bytes(Encoding.PEM),
         ca_key=_pem_key(authority.key),
-        cert=cert.public_bytes(serialization.Encoding.PEM),
+        cert=cert.public_bytes(Encoding.PEM),
         key=_pem_key(key),
     )
 
@@ -161,54 +181,6 @@ def _check_days(days: int) -> None:
 
 def _start(now: dt.datetime | None) -> dt.datetime:
     return (now or dt.datetime.now(dt.UTC)) - _CLOCK_SKEW
-
-
-def _ca_certificate(key: PrivateKey, start: dt.datetime, days: int) -> x509.Certificate:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "feedbackstore-webhook CA")])
-    public = key.public_key()
-    return (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(public)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(start + dt.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_key_usage(ca=True), critical=True)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-
-
-def _serving_certificate(
-    key: PrivateKey,
-    authority: Authority,
-    hosts: Sequence[str],
-    common_name: str,
-    start: dt.datetime,
-    end: dt.datetime,
-) -> x509.Certificate:
-    ca_ski = authority.cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    # CN is capped at 64 characters by X.509; hostname checks use the SANs anyway.
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])])
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(authority.cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_key_usage(ca=False, rsa_key=isinstance(key, rsa.RSAPrivateKey)), True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(subject_alternative_names(hosts)), False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_ski), critical=False
-        )
-        .sign(authority.key, hashes.SHA256())
-    )
 
 
 def _key_usage(*, ca: bool, rsa_key: bool = False) -> x509.KeyUsage:
@@ -227,8 +199,4 @@ def _key_usage(*, ca: bool, rsa_key: bool = False) -> x509.KeyUsage:
 
 
 def _pem_key(key: PrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
+    return key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())

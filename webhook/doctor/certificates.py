@@ -1,11 +1,6 @@
-"""The serving certificate in the Secret: trusted by the caBundle, named for the host, in date.
-
-kube-apiserver is a Go client: it builds a chain from the leaf (plus any
-intermediates served with it) to a CA in `caBundle`, then matches the host it
-dialled against the subjectAltNames only (the CN has been ignored since Go
-1.15). The same three questions are asked here, apart, so each failure names
-its own fix; dates are left to the expiry check.
-"""
+"""The serving certificate in the Secret: trusted by the caBundle, named for the host, in date,
+asked apart as kube-apiserver (a Go client) asks: a chain from the leaf (and intermediates served
+with it) to a caBundle CA, then the dialled host against the SANs only (never the CN)."""
 
 from __future__ import annotations
 
@@ -14,12 +9,12 @@ import binascii
 import datetime as dt
 import ipaddress
 from collections.abc import Sequence
-from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv6Address
 from typing import Any, Final
 
 from cryptography import x509
 
-from webhook.certs.reuse import issued_by
+from webhook.certs.renewal import issued_by
 from webhook.doctor.registration import client_config
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Fetched, Unreadable
@@ -35,14 +30,6 @@ _RENEW: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Served:
-    """The Secret's `tls.crt` (leaf first, then intermediates) and `ca.crt` when present."""
-
-    chain: list[x509.Certificate]
-    ca: list[x509.Certificate]
-
-
 def decode_pem_list(data: bytes) -> list[x509.Certificate]:
     try:
         return list(x509.load_pem_x509_certificates(data))
@@ -51,7 +38,6 @@ def decode_pem_list(data: bytes) -> list[x509.Certificate]:
 
 
 def _base64_pem(text: object) -> list[x509.Certificate]:
-    """The certificates in base64 PEM as Kubernetes stores it (Secret data, caBundle)."""
     if not isinstance(text, str):
         return []
     try:
@@ -70,7 +56,6 @@ def check_serving(
     secret: Fetched, secret_ref: str, bundle: list[x509.Certificate] | None, host: str,
     now: dt.datetime,
 ) -> list[CheckResult]:  # fmt: skip
-    """ca-bundle, certificate-names, certificate-expiry for one webhook entry."""
     if isinstance(secret, Unreadable):
         return _without_certificate(
             f"cannot read Secret {secret_ref}: {secret.reason}",
@@ -80,38 +65,48 @@ def check_serving(
         return _without_certificate(f"Secret {secret_ref} not found", _RENEW)
     data = secret.get("data")
     data = data if isinstance(data, dict) else {}
-    served = Served(_base64_pem(data.get("tls.crt")), _base64_pem(data.get("ca.crt")))
-    if not served.chain:
+    chain = _base64_pem(data.get("tls.crt"))  # leaf first, then intermediates
+    if not chain:
         return _without_certificate(
             f"Secret {secret_ref} has no PEM certificate under tls.crt", _RENEW
         )
     return [
-        check_trust(served, bundle),
-        check_names(served.chain[0], host),
-        check_expiry(served.chain, bundle or [], now),
+        check_trust(chain, _base64_pem(data.get("ca.crt")), bundle),
+        check_names(chain[0], host),
+        check_expiry(chain, bundle or [], now),
     ]
 
 
-def check_trust(served: Served, bundle: list[x509.Certificate] | None) -> CheckResult:
-    leaf = served.chain[0]
+def check_trust(
+    chain: list[x509.Certificate], ca: list[x509.Certificate], bundle: list[x509.Certificate] | None
+) -> CheckResult:
+    """`ca` is the Secret's `ca.crt`: when it signed the leaf, the fix is to put it in caBundle."""
     if bundle is None:
         return warn(
             CA_BUNDLE,
             "no caBundle: kube-apiserver trusts its own system roots, which the doctor cannot see",
             "set clientConfig.caBundle to the base64 of the CA that signed tls.crt",
         )
+    leaf = chain[0]
+    if ca and chain_to(leaf, chain[1:], ca):
+        fix = (
+            "the Secret's ca.crt signed it: put that in caBundle (`kubectl apply -k certs/` does, "
+            "or cert-manager's inject-ca-from annotation)"
+        )
+    else:
+        fix = "reissue both from one run: " + _RENEW
     if not bundle:
-        return fail(CA_BUNDLE, "caBundle holds no PEM certificate", _ca_fix(served))
-    path = chain_to(leaf, served.chain[1:], bundle)
+        return fail(CA_BUNDLE, "caBundle holds no PEM certificate", fix)
+    path = chain_to(leaf, chain[1:], bundle)
     if path is not None:
         return ok(CA_BUNDLE, f"caBundle CA {_name(path[-1])} verifies {_name(leaf)}")
-    issuers = ", ".join(_name(ca) for ca in bundle)
+    issuers = ", ".join(_name(cert) for cert in bundle)
     return fail(
         CA_BUNDLE,
         f"caBundle ({issuers}) does not verify the serving certificate, issued by "
         f"{leaf.issuer.rfc4514_string() or '(no issuer name)'}: kube-apiserver answers "
         "'x509: certificate signed by unknown authority'",
-        _ca_fix(served),
+        fix,
     )
 
 
@@ -120,7 +115,8 @@ def check_names(leaf: x509.Certificate, host: str) -> CheckResult:
         return fail(NAMES, "the registration has no clientConfig to match", "set clientConfig")
     mismatch = hostname_error(leaf, host)
     if mismatch is None:
-        return ok(NAMES, f"valid for {host} ({', '.join(san_names(leaf))})")
+        dns, ips = _sans(leaf)
+        return ok(NAMES, f"valid for {host} ({', '.join([*dns, *map(str, ips)])})")
     return fail(
         NAMES,
         f"not valid for {host}; kube-apiserver answers '{mismatch}'",
@@ -130,10 +126,7 @@ def check_names(leaf: x509.Certificate, host: str) -> CheckResult:
 
 
 def hostname_error(cert: x509.Certificate, host: str) -> str | None:
-    """None when Go's `VerifyHostname` accepts `host`, else its error text, word for word.
-
-    An IP host matches IP SANs only and a DNS host DNS SANs only; the CN never counts.
-    """
+    """None when Go's `VerifyHostname` accepts `host` (SANs only), else its error, word for word."""
     dns, ips = _sans(cert)
     try:
         address = ipaddress.ip_address(host)
@@ -164,12 +157,11 @@ def check_expiry(
 ) -> CheckResult:
     """The earliest end of validity along leaf -> CA, and any certificate not yet valid."""
     path = chain_to(chain[0], chain[1:], bundle) or list(chain[:1])
-    early = [cert for cert in path if cert.not_valid_before_utc > now]
-    if early:
-        cert = early[0]
+    early = next((cert for cert in path if cert.not_valid_before_utc > now), None)
+    if early is not None:
         return fail(
             EXPIRY,
-            f"{_name(cert)} is not valid before {_day(cert.not_valid_before_utc)} (clock skew?)",
+            f"{_name(early)} is not valid before {_day(early.not_valid_before_utc)} (clock skew?)",
             "check the clocks of the issuer and the cluster, then reissue",
         )
     first = min(path, key=lambda cert: cert.not_valid_after_utc)
@@ -208,25 +200,14 @@ def chain_to(
     return None
 
 
-def san_names(cert: x509.Certificate) -> list[str]:
-    dns, ips = _sans(cert)
-    return [*dns, *(str(ip) for ip in ips)]
-
-
-def _sans(
-    cert: x509.Certificate,
-) -> tuple[list[str], list[ipaddress.IPv4Address | ipaddress.IPv6Address]]:
+def _sans(cert: x509.Certificate) -> tuple[list[str], list[IPv4Address | IPv6Address]]:
     try:
-        extension = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return [], []
-    dns: list[str] = list(extension.value.get_values_for_type(x509.DNSName))
-    ips = [
-        ip
-        for ip in extension.value.get_values_for_type(x509.IPAddress)
-        if isinstance(ip, ipaddress.IPv4Address | ipaddress.IPv6Address)
-    ]
-    return dns, ips
+    ips = sans.get_values_for_type(x509.IPAddress)
+    addresses = [ip for ip in ips if isinstance(ip, IPv4Address | IPv6Address)]
+    return list(sans.get_values_for_type(x509.DNSName)), addresses
 
 
 def host_matches(name: str, host: str) -> bool:
@@ -240,15 +221,6 @@ def host_matches(name: str, host: str) -> bool:
 
 def _without_certificate(why: str, fix: str) -> list[CheckResult]:
     return [fail(CA_BUNDLE, why, fix), skip(NAMES, why), skip(EXPIRY, why)]
-
-
-def _ca_fix(served: Served) -> str:
-    if served.ca and chain_to(served.chain[0], served.chain[1:], served.ca):
-        return (
-            "the Secret's ca.crt signed it: put that in caBundle (`kubectl apply -k certs/` does, "
-            "or cert-manager's inject-ca-from annotation)"
-        )
-    return "reissue both from one run: " + _RENEW
 
 
 def _common_name(cert: x509.Certificate) -> str:

@@ -1,32 +1,31 @@
-"""Every check, in the order an admin reads them, over one `Snapshot`."""
+"""Every check, in the order an admin reads them, over one `Snapshot`; the CRD, Service, probe and
+Lease checks live here, the larger ones in a module each."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any, Final
 
+from webhook.admission.warnings import bounded
 from webhook.doctor import certificates, registration
-from webhook.doctor.crd import check_crd
-from webhook.doctor.endpoints import check_endpoints
-from webhook.doctor.held import check_held
-from webhook.doctor.lease import check_lease
-from webhook.doctor.probe import check_probe
-from webhook.doctor.result import CheckResult, Level, combine, skip
-from webhook.doctor.snapshot import Fetched, Snapshot, Target
-from webhook.doctor.stores import check_stores
+from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
+from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot, Target, Unreadable
+from webhook.doctor.stores import check_held, check_stores
+from webhook.kube.leader import read_record
+from webhook.kube.objects import find_condition
+from webhook.kube.timestamps import parse_time
+from webhook.rules import api, validate_spec
 
-
-def service_ref(configuration: Fetched, target: Target) -> tuple[str, str, str]:
-    """(namespace, name, why this one) of the Service whose endpoints are checked.
-
-    A `service:` registration names it; with a `url:` one kube-apiserver never
-    uses a Service, so the one the doctor was told about is checked.
-    """
-    entries = registration.admission_entries(configuration)
-    for _, entry in entries:
-        service = registration.client_config(entry, "service")
-        if isinstance(service, dict):
-            return str(service.get("namespace")), str(service.get("name")), ""
-    return target.namespace, target.service, "unused by a url: registration" if entries else ""
+CRD: Final = "crd"
+ENDPOINTS: Final = "service-endpoints"
+LEASE: Final = "status-writer-lease"
+DEFAULT_LEASE_DURATION: Final = 15
+_INSTALL_CRD: Final = "kubectl apply --server-side -k manifests/crd"
+_ENDPOINTS_NEEDS: Final = "get services, list endpointslices"
+PROBE: Final = "webhook-answers"
+PROBE_NAME: Final = "feedbackstore-doctor-probe"
+PROBE_SPEC: Final = {"mode": api.MONITOR_MODE, "human": {"scores": [{"name": "doctor-probe"}]}}
+_CALL_FAILED: Final = "failed calling webhook"
 
 
 def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[CheckResult]:
@@ -51,8 +50,17 @@ def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Che
     return results
 
 
+def service_ref(configuration: Fetched, target: Target) -> tuple[str, str, str]:
+    """(namespace, name, why) of the Service checked; a `url:` registration uses none."""
+    entries = registration.admission_entries(configuration)
+    for _, entry in entries:
+        service = registration.client_config(entry, "service")
+        if isinstance(service, dict):
+            return str(service.get("namespace")), str(service.get("name")), ""
+    return target.namespace, target.service, "unused by a url: registration" if entries else ""
+
+
 def _serving(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[CheckResult]:
-    """The certificate checks for each admission entry, one line per check."""
     entries = registration.admission_entries(snapshot.configuration)
     names = (certificates.CA_BUNDLE, certificates.NAMES, certificates.EXPIRY)
     if not entries:
@@ -68,3 +76,190 @@ def _serving(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Check
         combine(name, [(label, found[index]) for label, found in per_entry])
         for index, name in enumerate(names)
     ]
+
+
+def check_crd(crd: Fetched) -> CheckResult:
+    """Installed, Established, and serving the version we speak."""
+    if isinstance(crd, Unreadable):
+        return refused(CRD, f"read CRD {api.CRD_NAME}", crd, "get on customresourcedefinitions")
+    if crd is None:
+        return fail(CRD, f"CRD {api.CRD_NAME} is not installed", _INSTALL_CRD)
+    established = find_condition(crd, "Established") or {}
+    if established.get("status") != "True":
+        accepted = find_condition(crd, "NamesAccepted") or {}
+        why = established.get("message") or accepted.get("message")
+        return fail(
+            CRD,
+            f"CRD {api.CRD_NAME} is not Established" + (f": {why}" if why else ""),
+            f"kubectl describe crd {api.CRD_NAME}  (a name conflict or a bad schema shows there)",
+        )
+    spec = crd.get("spec")
+    listed = spec.get("versions") if isinstance(spec, dict) else None
+    versions: dict[str, dict[str, Any]] = {
+        item["name"]: item
+        for item in (listed if isinstance(listed, list) else ())
+        if isinstance(item, dict) and isinstance(item.get("name"), str)
+    }
+    served = versions.get(api.VERSION)
+    if served is None or not served.get("served"):
+        names = ", ".join(sorted(versions)) or "none"
+        return fail(
+            CRD,
+            f"CRD {api.CRD_NAME} does not serve {api.VERSION} (versions: {names})",
+            _INSTALL_CRD,
+        )
+    described = []
+    for name, version in sorted(versions.items()):
+        flags = [flag for flag in ("served", "storage") if version.get(flag)]
+        described.append(f"{name} ({', '.join(flags) or 'not served'})")
+    if _has_key(served.get("schema"), "x-kubernetes-validations"):
+        cel = "; cross-field rules in CEL"
+    else:
+        cel = "; no CEL rules: the webhook alone enforces the cross-field rules"
+    return ok(CRD, f"{api.CRD_NAME} Established; versions {', '.join(described)}{cel}")
+
+
+def _has_key(node: object, key: str) -> bool:
+    if isinstance(node, dict):
+        return key in node or any(_has_key(value, key) for value in node.values())
+    if isinstance(node, list):
+        return any(_has_key(item, key) for item in node)
+    return False
+
+
+def check_endpoints(
+    service: Fetched, slices: FetchedList, service_ref: str, note: str = ""
+) -> CheckResult:
+    """`note`: why this Service; an absent `ready` counts as ready (EndpointSlice API)."""
+    suffix = f" ({note})" if note else ""
+    if isinstance(service, Unreadable):
+        return refused(ENDPOINTS, f"read Service {service_ref}", service, _ENDPOINTS_NEEDS)
+    if service is None:
+        return fail(
+            ENDPOINTS,
+            f"Service {service_ref} not found{suffix}",
+            "reapply your install; --service names another Service",
+        )
+    if isinstance(slices, Unreadable):
+        return refused(ENDPOINTS, "list EndpointSlices", slices, _ENDPOINTS_NEEDS)
+    if slices is None:
+        return skip(ENDPOINTS, "EndpointSlices not listed")
+    ready: list[str] = []
+    not_ready = 0
+    for endpoint_slice in slices:
+        for endpoint in endpoint_slice.get("endpoints") or ():
+            if not isinstance(endpoint, dict):
+                continue
+            conditions = endpoint.get("conditions") or {}
+            if isinstance(conditions, dict) and conditions.get("ready") is False:
+                not_ready += 1
+            else:
+                ready.extend(str(a) for a in endpoint.get("addresses") or ())
+    if ready:
+        shown = ", ".join(ready[:5]) + (f" and {len(ready) - 5} more" if len(ready) > 5 else "")
+        return ok(ENDPOINTS, f"Service {service_ref}: {len(ready)} ready ({shown}){suffix}")
+    pods = "pods not Ready" if not_ready else "no pods selected"
+    namespace = service_ref.partition("/")[0]
+    return fail(
+        ENDPOINTS,
+        f"Service {service_ref} has no ready endpoints ({not_ready} not ready: {pods}){suffix}",
+        f"kubectl -n {namespace} get pods -l app.kubernetes.io/component=webhook; "
+        "kubectl describe the pods (a missing Secret keeps them ContainerCreating)",
+    )
+
+
+def probe_store(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
+        "metadata": {"name": PROBE_NAME, "namespace": namespace},
+        "spec": PROBE_SPEC,
+    }
+
+
+def expected_warnings() -> tuple[str, ...]:
+    return bounded(str(w) for w in validate_spec(PROBE_SPEC).warnings)
+
+
+def check_probe(outcome: ProbeOutcome | None, namespace: str, selected: bool | None) -> CheckResult:
+    """A dry-run create of a valid store in `mode: Monitor`, which only the webhook warns about
+    (SPEC §1): the warning comes back only if kube-apiserver called it through the registration,
+    reached its pod and trusted its certificate. `selected`: namespaceSelector matches `namespace`.
+    """
+    if outcome is None:
+        return skip(PROBE, "no FeedbackStore API to probe")
+    where = f"dry-run create in namespace {namespace}"
+    if outcome.status is None:
+        return fail(PROBE, f"{where}: no answer from kube-apiserver: {outcome.message}", _LOGS)
+    if outcome.status in (200, 201):
+        if any(text in got for text in expected_warnings() for got in outcome.warnings):
+            return ok(
+                PROBE, f"{where}: kube-apiserver called the webhook, which warned as expected"
+            )
+        return fail(PROBE, f"{where} was admitted without the webhook's warning: it was not called",
+                    _not_called_fix(namespace, selected))  # fmt: skip
+    if _CALL_FAILED in outcome.message:
+        return fail(PROBE, f"{where}: {outcome.message}", _CALL_FIX)
+    if outcome.status == 404 and "namespaces" in outcome.message:
+        return fail(PROBE, f"{where}: {outcome.message}", _NAMESPACE_FIX)
+    return fail(PROBE, f"{where}: HTTP {outcome.status}: {outcome.message}", _LOGS)
+
+
+def _not_called_fix(namespace: str, selected: bool | None) -> str:
+    if selected is None:
+        return "kube-apiserver has no registration of ours to call: see webhook-configuration"
+    if selected is False:
+        return f"the namespaceSelector does not match namespace {namespace}: " + _NAMESPACE_FIX
+    return (
+        "with failurePolicy Ignore a failed call is silent: look for 'failed calling webhook' in "
+        "kube-apiserver's log; check the rules match CREATE of feedbackstores"
+    )
+
+
+_CALL_FIX = (
+    "kube-apiserver's own words: an x509 error points at the certificate checks above, "
+    "'connection refused', 'no endpoints' or a timeout at the webhook pods and the network "
+    "from the control plane to them (TCP 8443)"
+)
+_NAMESPACE_FIX = "pass --probe-namespace NS, an existing namespace the webhook matches"
+_LOGS = "check kube-apiserver's health and logs, and that you may create feedbackstores there"
+
+
+def check_lease(lease: Fetched, lease_ref: str, now: dt.datetime) -> CheckResult:
+    """A status writer leads: its Lease held and renewed, by the doctor's clock, within its
+    duration (the test a standby makes before it takes over)."""
+    namespace = lease_ref.partition("/")[0]
+    look = (
+        f"kubectl -n {namespace} get pods -l app.kubernetes.io/component=status-writer; "
+        f"kubectl -n {namespace} logs deploy/feedbackstore-status-writer"
+    )
+    if isinstance(lease, Unreadable):
+        return refused(LEASE, f"read Lease {lease_ref}", lease, "get on leases")
+    if lease is None:
+        return fail(LEASE, f"Lease {lease_ref} not found: no status writer has ever led", look)
+    record = read_record(lease)
+    if not record.holder:
+        return fail(LEASE, f"Lease {lease_ref} is released: no status writer leads", look)
+    renewed = parse_time(record.renew_time)
+    if renewed is None:
+        return fail(LEASE, f"Lease {lease_ref} held by {record.holder} was never renewed", look)
+    duration = record.duration or DEFAULT_LEASE_DURATION
+    age = (now - renewed).total_seconds()
+    if age > duration:
+        return fail(
+            LEASE,
+            f"Lease {lease_ref} held by {record.holder}, last renewed {_ago(age)} "
+            f"(it lasts {duration} s): the leader stopped renewing",
+            look,
+        )
+    return ok(LEASE, f"held by {record.holder}, renewed {_ago(age)} (lasts {duration} s)")
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 0:
+        return f"{-seconds:.0f} s in the future (clock skew)"
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return f"{seconds / 3600:.0f} h ago"

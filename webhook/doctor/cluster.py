@@ -1,10 +1,6 @@
-"""The doctor's only contact with the API server: fetch a `Snapshot`, through the official client.
-
-Every read asks for the raw JSON (`_preload_content=False`), so the checks see
-objects exactly as the server sends them. A 404 is an answer (the object is
-not there); 403 and 5xx become `Unreadable` for the check to report; no
-answer at all, or 401, means the cluster cannot be examined: `UnreachableError`.
-"""
+"""The doctor's only contact with the API server: fetch a `Snapshot` as raw JSON, so the checks
+see objects exactly as the server sends them. A 404 is an answer; 403 and 5xx are `Unreadable`
+for a check to report; no answer, or 401, means nothing can be examined: `UnreachableError`."""
 
 from __future__ import annotations
 
@@ -20,12 +16,12 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
-from webhook.doctor.checks import service_ref
-from webhook.doctor.probe import probe_store
+from webhook.doctor.checks import probe_store, service_ref
 from webhook.doctor.snapshot import (
     KUBE_SYSTEM,
     SERVICE_NAME_LABEL,
     Fetched,
+    FetchedList,
     ProbeOutcome,
     Snapshot,
     Target,
@@ -42,18 +38,14 @@ REQUEST_TIMEOUT: Final = (5.0, 35.0)
 _WARNING: Final = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
 
 
-class UnreachableError(Exception):
-    """The API server did not answer, or refused who we are (401)."""
+class UnreachableError(Exception): ...
 
 
 def connect(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
     """A client from `kubeconfig` (or $KUBECONFIG, ~/.kube/config), else the in-cluster account."""
     default = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
     if kubeconfig or context or Path(default.split(os.pathsep)[0]).is_file():
-        loaded: k8s.ApiClient = k8s_config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig, context=context
-        )
-        return loaded
+        return k8s_config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-any-return,no-untyped-call]
     configuration = k8s.Configuration()
     k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     return k8s.ApiClient(configuration)
@@ -95,7 +87,6 @@ def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:
 
 
 def probe(custom: k8s.CustomObjectsApi, namespace: str) -> ProbeOutcome:
-    """Server-side dry-run create of the probe store: what came back, warnings included."""
     try:
         response = custom.create_namespaced_custom_object(
             api.GROUP,
@@ -122,7 +113,6 @@ T = TypeVar("T")
 
 
 def _answered(call: Callable[[], T]) -> T | Unreadable | None:
-    """What `call` read, None on 404, `Unreadable` on any other refusal; no answer raises."""
     try:
         return call()
     except ApiException as error:
@@ -138,15 +128,11 @@ def _answered(call: Callable[[], T]) -> T | Unreadable | None:
 
 
 def _get(read: Callable[..., object], *args: object, **options: object) -> Fetched:
-    """The raw JSON `read(*args)` answers; None on 404, `Unreadable` on any other refusal."""
     found: Fetched = _answered(lambda: read_json(read(*args, **options, **_RAW)))
     return found
 
 
-def _stores(
-    custom: k8s.CustomObjectsApi, namespace: str | None
-) -> list[dict[str, Any]] | Unreadable | None:
-    """Every FeedbackStore in `namespace` (None: all), a page at a time (the one pager)."""
+def _stores(custom: k8s.CustomObjectsApi, namespace: str | None) -> FetchedList:
     where = (namespace,) if namespace else ()
     listing: Callable[..., object] = (
         custom.list_namespaced_custom_object if namespace else custom.list_cluster_custom_object
@@ -172,7 +158,6 @@ def _warnings(headers: Any) -> tuple[str, ...]:
 
 
 def _message(error: ApiException) -> str:
-    """The Status message of a refusal, or the HTTP reason when the body is not a Status."""
     try:
         body = orjson.loads(error.body or b"")
     except orjson.JSONDecodeError:

@@ -1,9 +1,6 @@
-"""The ValidatingWebhookConfiguration: present, and set up the way SPEC §6 ships it.
-
-Only the entries that validate CREATE or UPDATE of FeedbackStores are held to
-`failurePolicy: Fail` and the rest; a DELETE-only entry (in-use warnings) may
-rightly fail open. Each check looks at every such entry and reports the worst.
-"""
+"""The ValidatingWebhookConfiguration: present, and set up as SPEC §6 ships it. Only entries that
+validate CREATE or UPDATE of FeedbackStores are held to it, the worst reported: a DELETE-only entry
+(in-use warnings) may rightly fail open."""
 
 from __future__ import annotations
 
@@ -12,14 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
-from webhook.doctor.selectors import selects
-from webhook.doctor.snapshot import (
-    KUBE_SYSTEM,
-    NAMESPACE_NAME_LABEL,
-    Fetched,
-    Target,
-    Unreadable,
-)
+from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
 from webhook.rules import api
 
 REGISTRATION: Final = "webhook-configuration"
@@ -33,6 +23,7 @@ _WRITES: Final = frozenset({"CREATE", "UPDATE", "*"})
 
 # (level, detail, fix); a fix may hold <NAME> and <INDEX>, filled in per entry.
 Verdict = tuple[Level, str, str]
+Judge = Callable[[dict[str, Any]], Verdict]
 Entry = tuple[int, dict[str, Any]]
 
 
@@ -49,9 +40,8 @@ def admission_entries(configuration: Fetched) -> list[Entry]:
 def check_registration(
     configuration: Fetched, target: Target, namespaces: Mapping[str, Fetched]
 ) -> list[CheckResult]:
-    """One result for the registration itself, then one per field SPEC §6 prescribes."""
     name = target.webhook_configuration
-    verdicts: dict[str, Callable[[dict[str, Any]], Verdict]] = {
+    verdicts: dict[str, Judge] = {
         "failurePolicy": _failure_policy,
         "sideEffects": _side_effects,
         "timeoutSeconds": _timeout,
@@ -84,11 +74,7 @@ def check_registration(
 
 
 def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
-    """(host name the certificate must carry, how kube-apiserver reaches the webhook).
-
-    kube-apiserver dials a `service:` as `NAME.NAMESPACE.svc` and checks the
-    certificate against that name; a `url:` by its host.
-    """
+    """(host the certificate must name, how kube-apiserver dials it: `service:` as NAME.NS.svc)."""
     service = client_config(entry, "service")
     if isinstance(service, dict):
         host = f"{service.get('name')}.{service.get('namespace')}.svc"
@@ -101,7 +87,6 @@ def client_endpoint(entry: dict[str, Any]) -> tuple[str, str]:
 
 
 def client_config(entry: dict[str, Any], key: str) -> object:
-    """`clientConfig.<key>` of a webhook entry (`service`, `url`, `caBundle`), if there."""
     config = entry.get("clientConfig")
     return config.get(key) if isinstance(config, dict) else None
 
@@ -116,8 +101,7 @@ def _covers(values: object, wanted: str) -> bool:
 
 
 def _writes_feedbackstores(rule: dict[str, Any]) -> bool:
-    resources = rule.get("resources")
-    operations = rule.get("operations")
+    resources, operations = rule.get("resources"), rule.get("operations")
     return (
         _covers(rule.get("apiGroups"), api.GROUP)
         and _covers(rule.get("apiVersions"), api.VERSION)
@@ -146,12 +130,7 @@ def _registration_result(name: str, entries: list[Entry]) -> CheckResult:
     return ok(REGISTRATION, f"{name}: {described}")
 
 
-def _combined(
-    check: str,
-    configuration: str,
-    entries: list[Entry],
-    verdict: Callable[[dict[str, Any]], Verdict],
-) -> CheckResult:
+def _combined(check: str, configuration: str, entries: list[Entry], verdict: Judge) -> CheckResult:
     labelled = []
     for index, entry in entries:
         level, detail, fix = verdict(entry)
@@ -214,9 +193,7 @@ def _review_versions(entry: dict[str, Any]) -> Verdict:
     return Level.FAIL, f"{shown}: the webhook speaks v1 and v1beta1 only", fix
 
 
-def _selector_verdict(
-    target: Target, namespaces: Mapping[str, Fetched]
-) -> Callable[[dict[str, Any]], Verdict]:
+def _selector_verdict(target: Target, namespaces: Mapping[str, Fetched]) -> Judge:
     protected = (KUBE_SYSTEM, target.namespace)
 
     def verdict(entry: dict[str, Any]) -> Verdict:
@@ -253,3 +230,27 @@ def selects_namespace(configuration: Fetched, name: str, namespace: Fetched) -> 
         selects(entry.get("namespaceSelector"), labels)
         for _, entry in admission_entries(configuration)
     )
+
+
+def selects(selector: object, labels: Mapping[str, str]) -> bool:
+    """As kube-apiserver matches a `namespaceSelector`; apimachinery refuses an unknown operator."""
+    if not isinstance(selector, dict):
+        return True
+    match_labels = selector.get("matchLabels") or {}
+    if any(labels.get(key) != value for key, value in match_labels.items()):
+        return False
+    return all(_requirement(r, labels) for r in selector.get("matchExpressions") or ())
+
+
+def _requirement(requirement: Any, labels: Mapping[str, str]) -> bool:
+    if not isinstance(requirement, dict) or not isinstance(key := requirement.get("key"), str):
+        return False
+    operator, values = requirement.get("operator"), requirement.get("values") or ()
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    return operator == "DoesNotExist" and not present

@@ -1,8 +1,5 @@
-"""What one check concludes (a name, a level, what was found and how to fix it), and its words.
-
-Results read as an admin reads them: one line per check, the fix under a
-failure or warning, a tally last; or as JSON for a script.
-"""
+"""What a check concludes (a name, a level, what was found, how to fix it), and its words:
+a line per check with the fix under a failure or warning and a tally last, or JSON for a script."""
 
 from __future__ import annotations
 
@@ -10,11 +7,9 @@ import dataclasses
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from webhook.doctor.snapshot import Unreadable
-from webhook.rules import api
-from webhook.rules.messages import counted
 
 
 class Level(enum.StrEnum):
@@ -29,7 +24,6 @@ class Level(enum.StrEnum):
 _SEVERITY = {Level.OK: 0, Level.SKIP: 1, Level.WARN: 2, Level.FAIL: 3}
 _TAGS = {Level.OK: "ok", Level.WARN: "WARN", Level.FAIL: "FAIL", Level.SKIP: "skip"}
 _NAME_WIDTH = 24
-SHOWN: Final = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,24 +70,8 @@ def combine(name: str, labelled: Sequence[tuple[str, CheckResult]]) -> CheckResu
 
 
 def refused(name: str, doing: str, found: Unreadable, needs: str) -> CheckResult:
-    """The server would not give what a check needs: say so, and what access it takes."""
     fix = f"run the doctor as a cluster admin (it needs {needs})"
     return fail(name, f"cannot {doing}: {found.reason}", fix)
-
-
-def count_stores(count: int) -> str:
-    return counted(count, api.KIND)
-
-
-def store_label(store: dict[str, Any]) -> str:
-    metadata = store.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
-    return f"{metadata.get('namespace')}/{metadata.get('name')}"
-
-
-def few(labels: Sequence[str]) -> str:
-    shown = ", ".join(labels[:SHOWN])
-    return shown + (f", and {len(labels) - SHOWN} more" if len(labels) > SHOWN else "")
 
 
 def as_text(results: Sequence[CheckResult]) -> str:

@@ -1,29 +1,60 @@
-"""Is the status writer keeping up: does every FeedbackStore carry a current `Validated`?
-
-A store whose current condition is `False` is an invalid object the webhook
-never saw (created before it, or while it failed open): worth a warning.
-"""
+"""The FeedbackStores: does each carry a current `Validated`, and does any hang in `Terminating`?
+A current `False` is an invalid object the webhook never saw (created before it, or while it
+failed open): worth a warning."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any, Final
 
-from webhook.doctor.result import (
-    CheckResult,
-    count_stores,
-    fail,
-    few,
-    ok,
-    refused,
-    skip,
-    store_label,
-    warn,
-)
-from webhook.doctor.snapshot import Unreadable
-from webhook.rules import api
+from webhook.doctor.result import CheckResult, fail, ok, refused, skip, warn
+from webhook.doctor.snapshot import FetchedList, Unreadable
+from webhook.kube.objects import deletion_in_progress, has_finalizer
+from webhook.rules import api, inuse
+from webhook.rules.messages import counted
+from webhook.status.usage import current_in_use
 from webhook.status.validated import STATUS_FALSE, current_condition, observed_generation
 
 NAME: Final = "store-conditions"
+HELD: Final = "held-deletions"
+SHOWN: Final = 5
+
+
+def check_stores(stores: FetchedList, scope: str) -> CheckResult:
+    if isinstance(stores, Unreadable):
+        return refused(NAME, "list FeedbackStores", stores, "list on feedbackstores")
+    if stores is None:
+        return skip(NAME, "FeedbackStores not listed")
+    by_state: dict[str, list[dict[str, Any]]] = {
+        "missing": [],
+        "stale": [],
+        "invalid": [],
+        "current": [],
+    }
+    for store in stores:
+        by_state[_state(store)].append(store)
+    missing, stale, invalid = by_state["missing"], by_state["stale"], by_state["invalid"]
+    total = f"{_count(stores)} {scope}"
+    if missing or stale:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} without {api.CONDITION_TYPE} ({_few(missing)})")
+        if stale:
+            parts.append(f"{len(stale)} stale: observedGeneration < generation ({_few(stale)})")
+        return fail(
+            NAME,
+            f"{total}: {'; '.join(parts)}",
+            "the status writer is not keeping up: see the Lease check, and its logs "
+            "(kubectl -n feedbackstore-system logs deploy/feedbackstore-status-writer)",
+        )
+    if invalid:
+        return warn(
+            NAME,
+            f"{total}, all current; {len(invalid)} Validated=False ({_few(invalid)})",
+            "kubectl describe fs NAME -n NS shows what to fix in each spec",
+        )
+    return ok(NAME, f"{total}, every {api.CONDITION_TYPE} current")
 
 
 def _state(store: dict[str, Any]) -> str:
@@ -37,32 +68,66 @@ def _state(store: dict[str, Any]) -> str:
     return "invalid" if condition.get("status") == STATUS_FALSE else "current"
 
 
-def check_stores(stores: list[dict[str, Any]] | Unreadable | None, scope: str) -> CheckResult:
-    if isinstance(stores, Unreadable):
-        return refused(NAME, "list FeedbackStores", stores, "list on feedbackstores")
-    if stores is None:
-        return skip(NAME, "FeedbackStores not listed")
-    counted: dict[str, list[str]] = {"missing": [], "stale": [], "invalid": [], "current": []}
-    for store in stores:
-        counted[_state(store)].append(store_label(store))
-    missing, stale, invalid = counted["missing"], counted["stale"], counted["invalid"]
-    if missing or stale:
-        parts = []
-        if missing:
-            parts.append(f"{len(missing)} without {api.CONDITION_TYPE} ({few(missing)})")
-        if stale:
-            parts.append(f"{len(stale)} stale: observedGeneration < generation ({few(stale)})")
+def check_held(stores: FetchedList, *, writer_leads: bool) -> CheckResult:
+    """Held while AgentDeployments use it: the feature working; held unused or unled: a failure."""
+    if isinstance(stores, Unreadable) or stores is None:
+        return skip(HELD, "FeedbackStores not listed")
+    holding = [s for s in stores if deletion_in_progress(s) and has_finalizer(s, inuse.FINALIZER)]
+    if not holding:
+        return ok(HELD, f"no FeedbackStore held in Terminating by {inuse.FINALIZER}")
+    if not writer_leads:
         return fail(
-            NAME,
-            f"{count_stores(len(stores))} {scope}: {'; '.join(parts)}",
-            "the status writer is not keeping up: see the Lease check, and its logs "
-            "(kubectl -n feedbackstore-system logs deploy/feedbackstore-status-writer)",
+            HELD,
+            f"{_count(holding)} Terminating with {inuse.FINALIZER} and no status writer "
+            f"leading to release them: {_few(holding)}",
+            "start the status writer again (see status-writer-lease); if it is gone for good "
+            f"and no agent needs the store: {remove_command(holding[0])}",
         )
-    if invalid:
-        return warn(
-            NAME,
-            f"{count_stores(len(stores))} {scope}, all current; {len(invalid)} "
-            f"Validated=False ({few(invalid)})",
-            "kubectl describe fs NAME -n NS shows what to fix in each spec",
+    released = [s for s in holding if _in_use_reason(s) == inuse.REASON_NOT_REFERENCED]
+    if released:
+        return fail(
+            HELD,
+            f"{_count(released)} no longer referenced but still held: {_few(released)}",
+            "the status writer is not releasing them: check its logs; meanwhile "
+            f"{remove_command(released[0])}",
         )
-    return ok(NAME, f"{count_stores(len(stores))} {scope}, every {api.CONDITION_TYPE} current")
+    return warn(
+        HELD,
+        f"{_count(holding)} Terminating until their agents let go: {_few(holding)}",
+        "remove spec.feedbackStoreRef from the AgentDeployments named by "
+        "kubectl describe fs NAME -n NS (or delete them); the store then goes",
+    )
+
+
+def remove_command(store: dict[str, Any]) -> str:
+    """For an admin whose writer is gone for good: a JSON patch removing our finalizer alone,
+    guarded by a `test` of its position."""
+    metadata = store.get("metadata") or {}
+    path = f"/metadata/finalizers/{list(metadata.get('finalizers') or []).index(inuse.FINALIZER)}"
+    patch = json.dumps(
+        [{"op": "test", "path": path, "value": inuse.FINALIZER}, {"op": "remove", "path": path}],
+        separators=(",", ":"),
+    )
+    return (
+        f"kubectl -n {metadata.get('namespace')} patch fs {metadata.get('name')} "
+        f"--type=json -p '{patch}'"
+    )
+
+
+def _in_use_reason(store: dict[str, Any]) -> object:
+    condition = current_in_use(store)
+    return condition.get("reason") if condition else None
+
+
+def _count(stores: Sequence[object]) -> str:
+    return counted(len(stores), api.KIND)
+
+
+def _few(stores: Sequence[dict[str, Any]]) -> str:
+    labels = []
+    for store in stores[:SHOWN]:
+        metadata = store.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        labels.append(f"{metadata.get('namespace')}/{metadata.get('name')}")
+    more = len(stores) - SHOWN
+    return ", ".join(labels) + (f", and {more} more" if more > 0 else "")

@@ -221,6 +221,22 @@ async def test_metrics_count_requests_by_operation_and_verdict(webhook: Webhook)
     )
 
 
+async def test_every_verdict_series_is_exposed_at_zero_before_the_first_review(
+    webhook: Webhook,
+) -> None:
+    """An alert on rate(...{verdict="error"}) has a series to read before anything failed."""
+    status, body = await webhook.client.get("/metrics")
+    assert status == 200
+    lines = set(body.decode().splitlines())
+    for operation in ("CREATE", "UPDATE", "DELETE", "CONNECT", "OTHER"):
+        for verdict in ("allowed", "denied", "error"):
+            sample = (
+                "feedbackstore_webhook_admission_requests_total"
+                f'{{operation="{operation}",verdict="{verdict}"}} 0.0'
+            )
+            assert sample in lines
+
+
 async def test_an_unusual_operation_is_counted_under_other(webhook: Webhook) -> None:
     sent = create(valid_spec())
     for i in range(3):

@@ -26,7 +26,7 @@ DENIED: Final = "denied"
 
 def audit_annotations(request: AdmissionRequest, decision: Decision) -> dict[str, str]:
     """The annotations kube-apiserver records (prefixed with the webhook's name) for this answer."""
-    annotations = {VERDICT: ALLOWED if decision.allowed else DENIED, WHY: decision.why.value}
+    annotations = {VERDICT: ALLOWED if decision.allowed else DENIED, WHY: decision.why}
     if decision.verdict is not None:
         annotations[PROBLEMS] = str(decision.verdict.problem_count)
     elif decision.why is Why.NOT_JUDGED_OPERATION and request.operation == DELETE:

@@ -70,10 +70,16 @@ class WebhookMetrics(MetricsRegistry):
             registry=r,
         )
 
+        # Every series exists from the start, at 0, so a rate() over it has no gap.
+        self._answered = {
+            (operation, verdict): self.requests.labels(operation, verdict)
+            for operation in (*_OPERATION_LABELS, _OTHER)
+            for verdict in ("allowed", "denied", "error")
+        }
+
     def count(self, operation: str, verdict: str) -> None:
         """A review answered `allowed`, `denied` or `error` (the webhook's own fault, code 500)."""
-        known = operation in _OPERATION_LABELS
-        self.requests.labels(operation if known else _OTHER, verdict).inc()
+        self._answered[operation if operation in _OPERATION_LABELS else _OTHER, verdict].inc()
 
 
 def measured(metrics: WebhookMetrics, handler: Handler) -> Handler:

@@ -12,8 +12,7 @@ import pathlib
 import sys
 from typing import Any
 
-from webhook.cli import flags
-from webhook.cli.exit_codes import EXIT_UNUSABLE
+from webhook.cli import EXIT_UNUSABLE, flags
 from webhook.rules import api
 from webhook.server.config import ServerConfig
 

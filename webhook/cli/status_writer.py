@@ -15,8 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from webhook.cli import flags
-from webhook.cli.exit_codes import EXIT_OK, EXIT_UNUSABLE
+from webhook.cli import EXIT_OK, EXIT_UNUSABLE, flags
 from webhook.status.settings import WriterSettings
 
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

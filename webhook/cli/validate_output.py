@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from webhook.cli.exit_codes import EXIT_OK
+from webhook.cli import EXIT_OK
 from webhook.cli.validate_report import ChangeWarning, Entry, Report, Result, summary
 from webhook.rules.messages import counted
 

@@ -1,8 +1,5 @@
-"""`feedbackstore-webhook manifests crd`: print or write the generated CRD.
-
-The CRD in `manifests/crd/` is this command's output, committed; `--check`
-compares instead of writing, for CI and pre-commit (exit 1 when stale).
-"""
+"""`feedbackstore-webhook manifests crd`: print or write the generated CRD (the committed one in
+`manifests/crd/`); `--check` compares instead, for CI and pre-commit."""
 
 from __future__ import annotations
 
@@ -42,7 +39,8 @@ def register(subparsers: Any) -> None:
 
 
 def crd_text() -> str:
-    from webhook.manifests import crd_manifest, render_yaml
+    from webhook.manifests.crd import crd_manifest
+    from webhook.manifests.render import render_yaml
 
     return render_yaml(crd_manifest(), header=HEADER)
 

@@ -1,8 +1,5 @@
-"""`feedbackstore-webhook serve`: the admission webhook over HTTPS.
-
-Only the standard library is imported at module load; aiohttp, cryptography
-and prometheus-client come in with `run`, so other subcommands start fast.
-"""
+"""`feedbackstore-webhook serve`: the admission webhook over HTTPS. aiohttp, cryptography and
+prometheus-client are imported by `run`, so other subcommands start fast."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""`feedbackstore-webhook status-writer`: mirror the verdict into every FeedbackStore's status.
-
-Runs until SIGTERM or SIGINT, then stops writing, releases its Lease (so a
-standby replica takes over at once, not after the lease expires) and exits 0.
-"""
+"""`feedbackstore-webhook status-writer`: mirror the verdict into every FeedbackStore's status
+until SIGTERM or SIGINT, then release the Lease (a standby takes over at once) and exit 0."""
 
 from __future__ import annotations
 

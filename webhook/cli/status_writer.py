@@ -140,20 +140,13 @@ def _serve(settings: WriterSettings, api_client: Any) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    host, port = settings.metrics_host, settings.metrics_port
     try:
         health = HealthServer(
-            settings.metrics_host,
-            settings.metrics_port,
-            controller.alive,
-            controller.ready,
-            controller.metrics.exposition,
+            host, port, controller.alive, controller.ready, controller.metrics.exposition
         )
     except OSError as error:
-        print(
-            f"status-writer: cannot listen on {settings.metrics_host}:{settings.metrics_port}: "
-            f"{error}",
-            file=sys.stderr,
-        )
+        print(f"status-writer: cannot listen on {host}:{port}: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
     health.start()
     log.info("health endpoint listening", extra={"fields": {"port": health.port}})
@@ -178,8 +171,7 @@ def _api_client(kubeconfig: str | None) -> Any:
 
 def _own_namespace() -> str:
     """Where this pod runs: the downward API, then the service account, then `default`."""
-    from_env = os.environ.get("POD_NAMESPACE")
-    if from_env:
+    if from_env := os.environ.get("POD_NAMESPACE"):
         return from_env
     try:
         return _SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or "default"

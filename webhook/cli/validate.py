@@ -90,9 +90,11 @@ def _check(
         report.skipped += 1
         return
     checked = check_manifest(content)
+    kept = node if checked.verdict.problems or checked.verdict.warnings else None
     report.results.append(
-        Result.placed(document.source, document.index, checked, strict, node, origin(content))
-    )
+        Result(document.source, document.index, checked, strict, kept, origin(content),
+               locate(node, ""))
+    )  # fmt: skip
 
 
 def origin(manifest: dict[str, Any]) -> str | None:

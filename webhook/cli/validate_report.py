@@ -96,21 +96,6 @@ class Result:
     origin: str | None = None
     start: Position = _START
 
-    @classmethod
-    def placed(
-        cls,
-        source: str,
-        document: int,
-        checked: ManifestVerdict,
-        warnings_are_errors: bool,
-        node: yaml.Node | None,
-        origin: str | None,
-    ) -> Result:
-        start = locate(node, "")
-        if checked.verdict.valid and not checked.verdict.warnings:
-            node = None
-        return cls(source, document, checked, warnings_are_errors, node, origin, start)
-
     @property
     def valid(self) -> bool:
         verdict = self.checked.verdict

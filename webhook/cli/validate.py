@@ -101,10 +101,8 @@ def origin(manifest: dict[str, Any]) -> str | None:
     metadata = manifest.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
     text = annotations.get(ORIGIN_ANNOTATION) if isinstance(annotations, dict) else None
-    if not isinstance(text, str):
-        return None
     try:
-        value = yaml.safe_load(text)
+        value: Any = yaml.safe_load(text) if isinstance(text, str) else None
     except yaml.YAMLError:
         return None
     path = value.get("path") if isinstance(value, dict) else None

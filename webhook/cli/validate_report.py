@@ -18,9 +18,6 @@ from webhook.rules.messages import counted
 if TYPE_CHECKING:
     from webhook.cli.manifest_files import ReadError
 
-WARNING = "Warning"
-OMITTED = "Omitted"
-
 
 @dataclass(frozen=True, slots=True)
 class Position:
@@ -119,14 +116,14 @@ class Result:
         ]
         if verdict.omitted:
             message = messages.more_problems(verdict.omitted)
-            entries.append(Entry("spec", OMITTED, message, self.position("spec")))
+            entries.append(Entry("spec", "Omitted", message, self.position("spec")))
         if self.warnings_are_errors:
             entries.extend(self.warning_entries())
         return entries
 
     def warning_entries(self) -> list[Entry]:
         return [
-            Entry(w.field, WARNING, w.message, self.position(w.field))
+            Entry(w.field, "Warning", w.message, self.position(w.field))
             for w in self.checked.verdict.warnings
         ]
 

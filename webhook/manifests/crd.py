@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.manifests.cel_rules import SPEC_RULES, CelRule
+from webhook.manifests.cel_rules import SPEC_RULES
 from webhook.rules import api, inuse
 from webhook.rules.model import FeedbackStoreSpec
 
@@ -36,15 +36,11 @@ def spec_schema(*, cel: bool = True) -> Schema:
     """
     schema = structural_schema(FeedbackStoreSpec.model_json_schema(by_alias=True))
     for rule in SPEC_RULES if cel else ():
-        _attach(schema, rule)
+        node = schema
+        for name in filter(None, rule.at.split(".")):
+            node = node["properties"][name]
+        node.setdefault("x-kubernetes-validations", []).append(rule.validation())
     return schema
-
-
-def _attach(schema: Schema, rule: CelRule) -> None:
-    node = schema
-    for name in filter(None, rule.at.split(".")):
-        node = node["properties"][name]
-    node.setdefault("x-kubernetes-validations", []).append(rule.validation())
 
 
 def structural_schema(json_schema: Schema) -> Schema:
@@ -131,7 +127,7 @@ def status_schema() -> Schema:
                 "items": condition,
                 "x-kubernetes-list-type": "map",
                 "x-kubernetes-list-map-keys": ["type"],
-            },
+            }
         },
     }
 
@@ -158,12 +154,7 @@ def printer_columns() -> list[dict[str, Any]]:
     return [
         {"name": "Mode", "type": "string", "jsonPath": ".spec.mode"},
         {"name": "Validated", "type": "string", "jsonPath": f"{_VALIDATED}.status"},
-        {
-            "name": "Reason",
-            "type": "string",
-            "jsonPath": f"{_VALIDATED}.reason",
-            "priority": 1,
-        },
+        {"name": "Reason", "type": "string", "jsonPath": f"{_VALIDATED}.reason", "priority": 1},
         {"name": "In Use", "type": "string", "jsonPath": f"{_IN_USE}.status"},
         {"name": "Agents", "type": "string", "jsonPath": f"{_IN_USE}.message", "priority": 1},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
@@ -175,10 +166,7 @@ def crd_manifest(*, cel: bool = True) -> Schema:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {
-            "name": api.CRD_NAME,
-            "labels": {"app.kubernetes.io/part-of": PART_OF},
-        },
+        "metadata": {"name": api.CRD_NAME, "labels": {"app.kubernetes.io/part-of": PART_OF}},
         "spec": {
             "group": api.GROUP,
             "scope": "Namespaced",

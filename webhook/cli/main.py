@@ -28,8 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    code: int = args.func(args)
-    return code
+    return int(args.func(args))
 
 
 if __name__ == "__main__":

@@ -28,19 +28,13 @@ def register(subparsers: Any) -> None:
             "a coordination.k8s.io Lease and writes, the others stand by."
         ),
     )
-    parser.add_argument(
-        "--kubeconfig",
-        metavar="PATH",
-        help="kubeconfig file (default: the in-cluster service account)",
-    )
-    parser.add_argument(
-        "--namespace", metavar="NS", help="watch only this namespace (default: all namespaces)"
-    )
-    parser.add_argument(
-        "--lease-namespace",
-        metavar="NS",
-        help="namespace of the Lease (default: $POD_NAMESPACE, the service account's, or default)",
-    )
+    for flag, metavar, help_text in (
+        ("--kubeconfig", "PATH", "kubeconfig file (default: the in-cluster service account)"),
+        ("--namespace", "NS", "watch only this namespace (default: all namespaces)"),
+        ("--lease-namespace", "NS",
+         "namespace of the Lease (default: $POD_NAMESPACE, the service account's, or default)"),
+    ):  # fmt: skip
+        parser.add_argument(flag, metavar=metavar, help=help_text)
 
     def setting(flag: str, help_text: str, field: str = "", **options: Any) -> None:
         options.setdefault("metavar", "N")

@@ -115,10 +115,9 @@ def origin(manifest: dict[str, Any]) -> str | None:
 def change_warnings(
     current: Sequence[Document], previous: Sequence[str]
 ) -> tuple[list[ChangeWarning], list[ReadError]]:
-    """`--previous` (issue 17): each change from a store in the `previous` paths to the same
-    namespace/name in `current` (stdin is read once), compared and said as the webhook does on
-    UPDATE, at the changed value; a store gone is a warning where it stood. And what was unreadable.
-    """
+    """`--previous` (issue 17): each change from a store in `previous` to the same namespace/name
+    in `current` (stdin is read once), said as the webhook says it on UPDATE, at the changed value;
+    a store gone is a warning where it stood. And the unreadable previous inputs."""
     from webhook.rules.change_messages import change_sentence
     from webhook.rules.changes import changed_fields, spec_changes
 

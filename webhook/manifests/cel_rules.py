@@ -105,17 +105,16 @@ def _first_message(items: str, var: str, fine: str, message: str) -> str:
 def _unique_names(items: str, prefix: str, message: str) -> str:
     """CEL messageExpression for "every `name` in `items` is unique"."""
     marks = _marks(items, "y", "y.name", "x.name")
-    return _first_message(
-        items,
-        "x",
-        f"{items}.exists_one(y, y.name == x.name)",
-        declared_twice(
-            message,
-            "x.name",
-            _Position(prefix, f"{marks}.indexOf(1)", ".name"),
-            _Position(prefix, f"{marks}.lastIndexOf(1)", ".name"),
-        ),
-    )
+    first = _Position(prefix, f"{marks}.indexOf(1)", ".name")
+    again = _Position(prefix, f"{marks}.lastIndexOf(1)", ".name")
+    unique = f"{items}.exists_one(y, y.name == x.name)"
+    return _first_message(items, "x", unique, declared_twice(message, "x.name", first, again))
+
+
+def _first_external(fine: str, message: str, first: _Position, again: _Position) -> str:
+    """CEL messageExpression naming the first `score.name` in `spec.external` that is not `fine`."""
+    said = declared_twice(message, "c.score.name", first, again)
+    return _first_message("self.external", "c", fine, said)
 
 
 # The static `message` is the fallback should a messageExpression fail. CEL before 1.33 has no
@@ -144,28 +143,18 @@ DUPLICATE_HUMAN = CelRule(
 # in a comprehension, compounds the errors until it runs out of memory. `fieldPath: .external`
 # reports at the list holding the name (a fieldPath cannot hold an index).
 _IN_HUMAN = "self.human.scores.exists(s, s.name == c.score.name)"
+_HUMAN_MARKS = _marks("self.human.scores", "s", "s.name", "c.score.name")
+_EXTERNAL_MARKS = _marks("self.external", "e", "e.score.name", "c.score.name")
+_FIRST_EXTERNAL = _Position("spec.external", f"{_EXTERNAL_MARKS}.indexOf(1)", ".score.name")
 DUPLICATE_ACROSS = CelRule(
     at="",
     rule=f"has(self.human) && has(self.external) ? self.external.all(c, !{_IN_HUMAN}) : true",
     message=messages.MSG_DUP_ACROSS,
-    message_expression=_first_message(
-        "self.external",
-        "c",
+    message_expression=_first_external(
         f"!{_IN_HUMAN}",
-        declared_twice(
-            messages.MSG_DUP_ACROSS,
-            "c.score.name",
-            _Position(
-                "spec.human.scores",
-                f"{_marks('self.human.scores', 's', 's.name', 'c.score.name')}.indexOf(1)",
-                ".name",
-            ),
-            _Position(
-                "spec.external",
-                f"{_marks('self.external', 'e', 'e.score.name', 'c.score.name')}.indexOf(1)",
-                ".score.name",
-            ),
-        ),
+        messages.MSG_DUP_ACROSS,
+        _Position("spec.human.scores", f"{_HUMAN_MARKS}.indexOf(1)", ".name"),
+        _FIRST_EXTERNAL,
     ),
     field_path=".external",
 )
@@ -177,21 +166,15 @@ _EXTERNAL_ONLY = (
     f"(has(self.human) ? {_IN_HUMAN} : false)"
     " || self.external.exists_one(d, d.score.name == c.score.name)"
 )
-_EXTERNAL_MARKS = _marks("self.external", "e", "e.score.name", "c.score.name")
 DUPLICATE_EXTERNAL = CelRule(
     at="",
     rule=f"has(self.external) ? self.external.all(c, {_EXTERNAL_ONLY}) : true",
     message=messages.MSG_DUP_EXTERNAL,
-    message_expression=_first_message(
-        "self.external",
-        "c",
+    message_expression=_first_external(
         f"({_EXTERNAL_ONLY})",
-        declared_twice(
-            messages.MSG_DUP_EXTERNAL,
-            "c.score.name",
-            _Position("spec.external", f"{_EXTERNAL_MARKS}.indexOf(1)", ".score.name"),
-            _Position("spec.external", f"{_EXTERNAL_MARKS}.lastIndexOf(1)", ".score.name"),
-        ),
+        messages.MSG_DUP_EXTERNAL,
+        _FIRST_EXTERNAL,
+        _Position("spec.external", f"{_EXTERNAL_MARKS}.lastIndexOf(1)", ".score.name"),
     ),
     field_path=".external",
 )
@@ -203,10 +186,4 @@ DUPLICATE_CHANNEL = CelRule(
     message_expression=_unique_names("self", "spec.external", messages.MSG_DUP_CHANNEL),
 )
 
-SPEC_RULES: tuple[CelRule, ...] = (
-    NO_SOURCE,
-    DUPLICATE_HUMAN,
-    DUPLICATE_ACROSS,
-    DUPLICATE_EXTERNAL,
-    DUPLICATE_CHANNEL,
-)
+SPEC_RULES = (NO_SOURCE, DUPLICATE_HUMAN, DUPLICATE_ACROSS, DUPLICATE_EXTERNAL, DUPLICATE_CHANNEL)

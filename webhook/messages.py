@@ -92,7 +92,6 @@ def get_only(path: str) -> str:
 
 
 # -- Admission warnings: allowed, and the user should know why (SPEC §3) -------------------
-
 # Why an UPDATE passes whatever its spec says.
 EXEMPT_UNCHANGED_SPEC: Final = "this update does not change spec"
 EXEMPT_TERMINATING: Final = "the object is being deleted"

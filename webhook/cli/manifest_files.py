@@ -165,8 +165,7 @@ def _parse_yaml(name: str, text: str) -> Iterator[Document | ReadError]:
             yield Document(name, index, loader.construct_document(node), node)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark is not None else None
-        column = mark.column + 1 if mark is not None else None
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
         problem = err.problem or err.context or "invalid YAML"
         yield ReadError(name, f"cannot parse YAML: {problem}", line, column)
     except yaml.YAMLError as err:

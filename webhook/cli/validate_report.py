@@ -109,7 +109,6 @@ class Result:
                 p.field,
                 str(p.type),
                 p.message,
-                # an unknown field is the key that should not be there
                 self.position(p.field, at_key=p.type is ErrorType.FORBIDDEN),
             )
             for p in verdict.problems

@@ -26,14 +26,11 @@ _REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 
 
 def spec_schema(*, cel: bool = True) -> Schema:
-    """The structural schema of `spec`, with the CEL rules unless `cel=False` (the platform's CRD
-    today: then the webhook alone guards the cross-field rules).
+    """The schema of `spec`, with the CEL rules unless `cel=False` (the platform's CRD today).
 
-    `human.scores` and `external` stay atomic lists, not maps keyed by `name` (evidence on a real
-    kube-apiserver in tests/kube/test_crd_real.py): a duplicate map key is refused without the
-    platform's words, and under server-side apply with HTTP 500 before validation; a merge item
-    by item would keep a score another manager added; and `score.name` cannot be a map key.
-    """
+    Lists stay atomic, not maps keyed by `name` (tests/kube/test_crd_real.py): kube-apiserver
+    refuses a duplicate key without the platform's words (under server-side apply: HTTP 500 before
+    validation), a merge would keep a score another manager added, and `score.name` is no key."""
     schema = structural_schema(FeedbackStoreSpec.model_json_schema(by_alias=True))
     for rule in SPEC_RULES if cel else ():
         node = schema

@@ -39,10 +39,9 @@ def register(subparsers: Any) -> None:
 
 
 def crd_text() -> str:
-    from webhook.manifests.crd import crd_manifest
-    from webhook.manifests.render import render_yaml
+    from webhook.manifests import crd, render
 
-    return render_yaml(crd_manifest(), header=HEADER)
+    return render.render_yaml(crd.crd_manifest(), header=HEADER)
 
 
 def run(args: argparse.Namespace) -> int:

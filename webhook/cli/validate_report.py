@@ -5,18 +5,15 @@ own mark on the node a field path leads to (JSON is YAML too), never a search of
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import yaml
 
 from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
+from webhook.cli.manifest_files import ReadError
 from webhook.rules import messages
 from webhook.rules.field_errors import ErrorType
 from webhook.rules.manifest import ManifestVerdict
 from webhook.rules.messages import counted
-
-if TYPE_CHECKING:
-    from webhook.cli.manifest_files import ReadError
 
 
 @dataclass(frozen=True, slots=True)

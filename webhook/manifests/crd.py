@@ -62,8 +62,7 @@ def _convert(node: Schema, defs: dict[str, Schema], depth: int) -> Schema:
         out["properties"] = {
             name: _convert(child, defs, depth + 1) for name, child in node["properties"].items()
         }
-        required = sorted(node.get("required", ()))
-        if required:
+        if required := sorted(node.get("required", ())):
             out["required"] = required
     if "items" in node:
         out["items"] = _convert(node["items"], defs, depth + 1)

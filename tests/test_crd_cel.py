@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.crd_apiserver import CrdServer, Outcome
-from webhook.manifests import crd_manifest
 from webhook.manifests.cel_rules import MIN_KUBERNETES, SPEC_RULES, CelRule
+from webhook.manifests.crd import crd_manifest
 from webhook.rules import api, messages, validate_feedbackstore
 from webhook.rules.field_errors import quote
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tests.crd_apiserver import CrdServer
 from webhook.cli.manifests import crd_text
-from webhook.manifests import crd_manifest
+from webhook.manifests.crd import crd_manifest
 from webhook.rules import api, messages, validate_feedbackstore
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -1,11 +1,6 @@
-"""Every sentence the admission webhook and its other endpoints say to a user, in one place.
-
-The words are product (SPEC §3): a reviewer reads and changes them here, not in
-the logic that decides when to say them. The verdict's own sentences (SPEC §1)
-are the rules' (`rules/messages.py`); the shape of a denial is kube-apiserver's
-(`admission/denial.py`); audit values and a refusal's Status reasons are
-machine values, kept with their keys.
-"""
+"""Every sentence the admission webhook and its endpoints say to a user (SPEC §3), kept apart from
+the logic that decides when to say them. The verdict's own sentences are in `rules/messages.py`;
+audit values and a refusal's Status reasons are machine values, kept with their keys."""
 
 from collections.abc import Sequence
 from typing import Final
@@ -32,7 +27,6 @@ def review_not_object(shown: str) -> str:
 def review_wrong_kind(
     expected_kind: str, expected_versions: Sequence[str], kind: str, api_version: str
 ) -> str:
-    """`expected_*`: the envelope's declaration; `kind`, `api_version`: what was sent, shown."""
     versions = " or ".join(f'"{version}"' for version in expected_versions)
     return (
         f'expected kind "{expected_kind}" with apiVersion {versions}, '
@@ -49,7 +43,6 @@ def request_not_object(shown: str) -> str:
 
 
 def review_invalid(errors: Sequence[str], more: int) -> str:
-    """`invalid AdmissionReview: path: what was expected; ...`, counting the errors not shown."""
     parts = [*errors, f"and {more} more"] if more else errors
     return "invalid AdmissionReview: " + "; ".join(parts)
 
@@ -75,7 +68,7 @@ def body_too_large(limit: int) -> str:
 
 
 def internal_error(error: BaseException) -> str:
-    """An AdmissionReview's 500: the webhook failed; its log has the traceback under the uid."""
+    """500: the webhook failed; its log has the traceback under the uid."""
     return f"internal error in the webhook ({type(error).__name__}); its log has the details"
 
 
@@ -99,7 +92,6 @@ def get_only(path: str) -> str:
 
 
 # -- Admission warnings: allowed, and the user should know why (SPEC §3) -------------------
-
 # Why an UPDATE passes whatever its spec says.
 EXEMPT_UNCHANGED_SPEC: Final = "this update does not change spec"
 EXEMPT_TERMINATING: Final = "the object is being deleted"
@@ -122,7 +114,6 @@ def warn_foreign_resource(quoted_resource: str) -> str:
 
 
 def more_warnings(count: int) -> str:
-    """The tail of a bounded list of warnings."""
     return f"and {counted(count, 'more warning')}"
 
 

@@ -44,8 +44,8 @@ from tests.rules_builders import channel, channels, human, score, scores
 from tests.test_crd_cel import CROSS_FIELD_CASES
 from tests.test_crd_schema import PER_FIELD_CASES
 from tests.test_rules_verdict import CASES
-from webhook.manifests import crd_manifest
 from webhook.manifests.cel_rules import SPEC_RULES
+from webhook.manifests.crd import crd_manifest
 from webhook.rules import ErrorType, messages, validate_spec
 from webhook.rules import api as rules_api
 

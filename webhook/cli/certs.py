@@ -1,14 +1,6 @@
-"""`feedbackstore-webhook certs`: a CA and serving certificate for clusters without cert-manager.
-
-Writes `ca.crt`, `ca.key`, `tls.crt`, `tls.key` (keys mode 0600) and a
-kustomize overlay beside them (`secret.yaml`, `cabundle-patch.yaml`,
-`kustomization.yaml`), so `kubectl apply -k OUT_DIR` installs the manifests
-with a matching Secret and caBundle. Running it again keeps what still fits
-and renews the serving certificate from the same CA when it nears expiry, so
-the caBundle in the cluster stays valid through a rotation. `--host` adds SANs
-beyond the Service's DNS names, for a webhook kube-apiserver reaches by `url:`
-(an IP address or an external name) rather than through the Service.
-"""
+"""`feedbackstore-webhook certs`: a CA, serving certificate and kustomize overlay for clusters
+without cert-manager. A rerun keeps what still fits and renews the serving certificate from the
+same CA, so the caBundle in the cluster stays valid through a rotation."""
 
 from __future__ import annotations
 
@@ -26,7 +18,7 @@ from webhook.certs.defaults import (
     SERVING_DAYS,
     KeyType,
 )
-from webhook.cli.exit_codes import EXIT_OK, EXIT_UNUSABLE
+from webhook.cli import EXIT_OK, EXIT_UNUSABLE
 
 
 def register(subparsers: Any) -> None:
@@ -76,7 +68,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.certs.issue import check_host, is_dns_label
+    from webhook.certs.issue import check_host, is_dns_label, service_hosts
+    from webhook.certs.overlay import write_overlay
+    from webhook.certs.renewal import ensure_certificates
 
     if not 1 <= args.days <= CA_DAYS:
         print(f"certs: --days must be between 1 and {CA_DAYS}, not {args.days}", file=sys.stderr)
@@ -95,34 +89,26 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as error:
             print(f"certs: --host {error}", file=sys.stderr)
             return EXIT_UNUSABLE
+    out_dir: pathlib.Path = args.out_dir
+    key_type = KeyType(args.key_type)
+    hosts = tuple(dict.fromkeys((*service_hosts(args.service, args.namespace), *args.host)))
     try:
-        return _issue(args, KeyType(args.key_type))
+        files, outcome = ensure_certificates(
+            out_dir, hosts, key_type=key_type, days=args.days, force=args.force
+        )
+        write_overlay(out_dir, files, args.namespace, _base_reference(args.base, out_dir))
+        print(f"{outcome}: {files.cert} for {', '.join(hosts)} ({key_type.value})")
+        print(f"CA: {files.ca_cert} (its key {files.ca_key} stays here; keep it out of git)")
+        if (args.namespace, args.service) != (DEFAULT_NAMESPACE, DEFAULT_SERVICE):
+            print(
+                "note: the base manifests install into "
+                f"{DEFAULT_NAMESPACE}/{DEFAULT_SERVICE}; write an overlay that moves them too",
+                file=sys.stderr,
+            )
+        print(f"next: kubectl apply -k {out_dir}")
     except OSError as error:
         print(f"certs: cannot write to {args.out_dir}: {error.strerror}", file=sys.stderr)
         return EXIT_UNUSABLE
-
-
-def _issue(args: argparse.Namespace, key_type: KeyType) -> int:
-    from webhook.certs.issue import service_hosts
-    from webhook.certs.overlay import write_overlay
-    from webhook.certs.renewal import ensure_certificates
-
-    out_dir: pathlib.Path = args.out_dir
-    hosts = tuple(dict.fromkeys((*service_hosts(args.service, args.namespace), *args.host)))
-    files, outcome = ensure_certificates(
-        out_dir, hosts, key_type=key_type, days=args.days, force=args.force
-    )
-    base = _base_reference(args.base, out_dir)
-    write_overlay(out_dir, files, args.namespace, base)
-    print(f"{outcome}: {files.cert} for {', '.join(hosts)} ({key_type.value})")
-    print(f"CA: {files.ca_cert} (its key {files.ca_key} stays here; keep it out of git)")
-    if (args.namespace, args.service) != (DEFAULT_NAMESPACE, DEFAULT_SERVICE):
-        print(
-            "note: the base manifests install into "
-            f"{DEFAULT_NAMESPACE}/{DEFAULT_SERVICE}; write an overlay that moves them too",
-            file=sys.stderr,
-        )
-    print(f"next: kubectl apply -k {out_dir}")
     return EXIT_OK
 
 

@@ -1,8 +1,4 @@
-"""`feedbackstore-webhook doctor`: one command to run when something is off in a cluster.
-
-A cluster that cannot be examined exits 2, as every command does for input it
-cannot work with (webhook/cli/exit_codes.py): an unhealthy install is 1.
-"""
+"""`feedbackstore-webhook doctor`: one command to run when something is off in a cluster."""
 
 from __future__ import annotations
 
@@ -10,8 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from webhook.cli import flags
-from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
+from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE, flags
 
 
 def register(subparsers: Any) -> None:

@@ -1,10 +1,6 @@
-"""What the long-running commands' flags share: settings fields as flags, value types.
-
-A flag that fills a settings field is declared with `setting`: its destination is
-the field and its default the field's default, so a default is declared once (in
-the settings dataclass), `--help` shows the value the program uses, and
-`settings_from` fills the dataclass from the parsed flags without a list of them.
-"""
+"""Flags of the long-running commands: `setting` declares a flag filling a settings dataclass
+field with that field's default, so a default is written once (in the dataclass) and `--help`
+shows it; `settings_from` fills the dataclass from the parsed flags."""
 
 from __future__ import annotations
 
@@ -19,7 +15,6 @@ T = TypeVar("T")
 
 
 def default_of(settings: type[Any], name: str) -> Any:
-    """The default of the field `name` of the dataclass `settings`."""
     for field in dataclasses.fields(settings):
         if field.name == name:
             if field.default is dataclasses.MISSING:
@@ -38,10 +33,7 @@ def setting(
 
 
 def settings_from(settings: Callable[..., T], args: argparse.Namespace, **given: Any) -> T:
-    """`settings` from every parsed flag named for one of its fields, then `given` over them.
-
-    A flag left unset (None) keeps the field's default.
-    """
+    """`settings` from the parsed flags named for its fields (unset: the default), then `given`."""
     names = {field.name for field in dataclasses.fields(settings)}  # type: ignore[arg-type]
     found = {k: v for k, v in vars(args).items() if k in names and v is not None}
     return settings(**{**found, **given})

@@ -1,10 +1,5 @@
-"""`feedbackstore-webhook` entry point.
-
-Each subcommand lives in its own module exposing `register(subparsers)`; the
-modules import only argparse at load time and their heavy dependencies
-(aiohttp, kubernetes) inside the command, so `validate` in a pre-commit hook
-starts in milliseconds.
-"""
+"""`feedbackstore-webhook`: a module per subcommand with `register(subparsers)`; each imports
+aiohttp or kubernetes only when run, so `validate` in a pre-commit hook starts fast."""
 
 from __future__ import annotations
 
@@ -32,10 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
-    return code
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,6 @@
-"""Reading manifests from files, directories and stdin, as GitOps tools lay them out.
-
-YAML is decoded the way Kubernetes' own YAML-to-JSON step sees it: timestamps
-stay strings, and a key repeated in one mapping is an error (kubectl refuses
-it too) rather than a silent last-one-wins. Anything that cannot be read or
-parsed becomes a `ReadError` naming the file and, where known, the line.
-"""
+"""Reading manifests from files, directories and stdin, as GitOps tools lay them out. YAML is
+decoded as Kubernetes' YAML-to-JSON step sees it: timestamps stay strings, and a key repeated in
+one mapping is an error (kubectl refuses it too), not a silent last-one-wins."""
 
 from __future__ import annotations
 
@@ -61,12 +57,8 @@ _ManifestLoader.add_constructor(
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One decoded document, where it came from (`index` counts from 1) and its node tree.
-
-    `node` is what the parser composed (every node marked with where it starts),
-    kept so that problems can be placed at a line and column; None only for a
-    JSON source that YAML cannot compose.
-    """
+    """`index` counts from 1; `node` is the composed tree that places problems (None only for a
+    JSON source YAML cannot compose)."""
 
     source: str
     index: int
@@ -89,32 +81,17 @@ class ReadError:
         return f"{where}: {self.message}"
 
 
-def expand_paths(paths: Sequence[str]) -> Iterator[str | ReadError]:
-    """Files to read, in a stable order: directories recursively, dot-directories skipped."""
+def read_all(paths: Sequence[str]) -> Iterator[Document | ReadError]:
+    """Each document under `paths` as soon as it is parsed, so a caller keeps only what it needs
+    of each node tree (all at once cost time and memory: bench/README.md)."""
     for path in paths:
-        if path == STDIN:
-            yield STDIN
-        elif os.path.isdir(path):
-            yield from _walk(path)
-        elif os.path.exists(path):
-            yield path
+        if path != STDIN and os.path.isdir(path):
+            for found in _walk(path):
+                yield from read_documents(found)
+        elif path == STDIN or os.path.exists(path):
+            yield from read_documents(path)
         else:
             yield ReadError(path, "no such file or directory")
-
-
-def read_all(paths: Sequence[str]) -> Iterator[Document | ReadError]:
-    """Every document under `paths` as soon as it is parsed, and a ReadError for each source
-    that could not be read or parsed (after the documents read from it before the error).
-
-    One at a time, so that a caller keeps only what it needs of each document's node
-    tree: all of them at once made `validate` of 1,000 stores twice as slow (the
-    garbage collector walking them) and its memory double (bench/README.md).
-    """
-    for path in expand_paths(paths):
-        if isinstance(path, ReadError):
-            yield path
-        else:
-            yield from read_documents(path)
 
 
 def objects(content: object, node: yaml.Node | None) -> Iterator[tuple[object, yaml.Node | None]]:
@@ -137,16 +114,13 @@ def _item_nodes(node: yaml.Node | None, count: int) -> list[yaml.Node | None]:
     return [None] * count
 
 
-def _walk(top: str) -> Iterator[str]:
-    found: list[tuple[tuple[str, ...], str]] = []
+def _walk(top: str) -> list[str]:
+    """The manifests below `top` in a stable order, dot-directories skipped."""
+    found: list[str] = []
     for root, dirs, files in os.walk(top):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        for name in files:
-            if name.endswith(MANIFEST_SUFFIXES):
-                path = os.path.join(root, name)
-                found.append((Path(os.path.relpath(path, top)).parts, path))
-    for _, path in sorted(found):
-        yield path
+        found += [os.path.join(root, n) for n in files if n.endswith(MANIFEST_SUFFIXES)]
+    return sorted(found, key=lambda path: Path(os.path.relpath(path, top)).parts)
 
 
 def read_documents(source: str) -> Iterator[Document | ReadError]:
@@ -173,16 +147,11 @@ def _parse_json(name: str, text: str) -> Iterator[Document | ReadError]:
     except orjson.JSONDecodeError as err:
         yield ReadError(name, f"cannot parse JSON: {err.msg}", err.lineno, err.colno)
         return
-    yield Document(name, 1, content, _compose_json(text))
-
-
-def _compose_json(text: str) -> yaml.Node | None:
-    """The JSON document's node tree for positions (JSON is YAML; orjson still decodes it)."""
-    try:
+    try:  # JSON is YAML: its node tree places problems, while orjson decodes it
         node: yaml.Node | None = yaml.compose(text, Loader=_BaseLoader)
     except (yaml.YAMLError, RecursionError):
-        return None
-    return node
+        node = None
+    yield Document(name, 1, content, node)
 
 
 def _parse_yaml(name: str, text: str) -> Iterator[Document | ReadError]:
@@ -196,8 +165,7 @@ def _parse_yaml(name: str, text: str) -> Iterator[Document | ReadError]:
             yield Document(name, index, loader.construct_document(node), node)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark is not None else None
-        column = mark.column + 1 if mark is not None else None
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
         problem = err.problem or err.context or "invalid YAML"
         yield ReadError(name, f"cannot parse YAML: {problem}", line, column)
     except yaml.YAMLError as err:

@@ -1,8 +1,5 @@
-"""`feedbackstore-webhook serve`: the admission webhook over HTTPS.
-
-Only the standard library is imported at module load; aiohttp, cryptography
-and prometheus-client come in with `run`, so other subcommands start fast.
-"""
+"""`feedbackstore-webhook serve`: the admission webhook over HTTPS. aiohttp, cryptography and
+prometheus-client are imported by `run`, so other subcommands start fast."""
 
 from __future__ import annotations
 
@@ -12,8 +9,7 @@ import pathlib
 import sys
 from typing import Any
 
-from webhook.cli import flags
-from webhook.cli.exit_codes import EXIT_UNUSABLE
+from webhook.cli import EXIT_UNUSABLE, flags
 from webhook.rules import api
 from webhook.server.config import ServerConfig
 
@@ -97,25 +93,20 @@ def register(subparsers: Any) -> None:
 
     def limit(flag: str, help_text: str, kind: Any = flags.positive_float) -> None:
         metavar = "N" if kind is flags.positive_int else "SECONDS"
+        if "(default:" not in help_text:
+            help_text += " (default: %(default)s)"
         flags.setting(limits, ServerConfig, flag, help_text, type=kind, metavar=metavar)
 
     mib = flags.default_of(ServerConfig, "max_body_bytes") / 2**20
     limit("--max-body-bytes", f"larger request bodies get 413 (default: {mib:g} MiB)",
           flags.positive_int)  # fmt: skip
-    limit(
-        "--idle-timeout",
-        "close a connection with no complete request for this long (default: %(default)s)",
-    )
+    limit("--idle-timeout", "close a connection with no complete request for this long")
     limit(
         "--shutdown-delay",
-        "after SIGTERM, keep serving while not ready for this long before closing the port "
-        "(default: %(default)s)",
+        "after SIGTERM, keep serving while not ready for this long before closing the port",
         flags.non_negative_float,
     )
-    limit(
-        "--shutdown-timeout",
-        "then wait at most this long for requests in flight (default: %(default)s)",
-    )
+    limit("--shutdown-timeout", "then wait at most this long for requests in flight")
     flags.add_log_level(parser, ServerConfig, "JSON log lines on stderr from this level")
     parser.set_defaults(func=run)
 

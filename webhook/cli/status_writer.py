@@ -1,8 +1,5 @@
-"""`feedbackstore-webhook status-writer`: mirror the verdict into every FeedbackStore's status.
-
-Runs until SIGTERM or SIGINT, then stops writing, releases its Lease (so a
-standby replica takes over at once, not after the lease expires) and exits 0.
-"""
+"""`feedbackstore-webhook status-writer`: mirror the verdict into every FeedbackStore's status
+until SIGTERM or SIGINT, then release the Lease (a standby takes over at once) and exit 0."""
 
 from __future__ import annotations
 
@@ -15,8 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from webhook.cli import flags
-from webhook.cli.exit_codes import EXIT_OK, EXIT_UNUSABLE
+from webhook.cli import EXIT_OK, EXIT_UNUSABLE, flags
 from webhook.status.settings import WriterSettings
 
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -32,19 +28,13 @@ def register(subparsers: Any) -> None:
             "a coordination.k8s.io Lease and writes, the others stand by."
         ),
     )
-    parser.add_argument(
-        "--kubeconfig",
-        metavar="PATH",
-        help="kubeconfig file (default: the in-cluster service account)",
-    )
-    parser.add_argument(
-        "--namespace", metavar="NS", help="watch only this namespace (default: all namespaces)"
-    )
-    parser.add_argument(
-        "--lease-namespace",
-        metavar="NS",
-        help="namespace of the Lease (default: $POD_NAMESPACE, the service account's, or default)",
-    )
+    for flag, metavar, help_text in (
+        ("--kubeconfig", "PATH", "kubeconfig file (default: the in-cluster service account)"),
+        ("--namespace", "NS", "watch only this namespace (default: all namespaces)"),
+        ("--lease-namespace", "NS",
+         "namespace of the Lease (default: $POD_NAMESPACE, the service account's, or default)"),
+    ):  # fmt: skip
+        parser.add_argument(flag, metavar=metavar, help=help_text)
 
     def setting(flag: str, help_text: str, field: str = "", **options: Any) -> None:
         options.setdefault("metavar", "N")
@@ -144,20 +134,13 @@ def _serve(settings: WriterSettings, api_client: Any) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    host, port = settings.metrics_host, settings.metrics_port
     try:
         health = HealthServer(
-            settings.metrics_host,
-            settings.metrics_port,
-            controller.alive,
-            controller.ready,
-            controller.metrics.exposition,
+            host, port, controller.alive, controller.ready, controller.metrics.exposition
         )
     except OSError as error:
-        print(
-            f"status-writer: cannot listen on {settings.metrics_host}:{settings.metrics_port}: "
-            f"{error}",
-            file=sys.stderr,
-        )
+        print(f"status-writer: cannot listen on {host}:{port}: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
     health.start()
     log.info("health endpoint listening", extra={"fields": {"port": health.port}})
@@ -182,8 +165,7 @@ def _api_client(kubeconfig: str | None) -> Any:
 
 def _own_namespace() -> str:
     """Where this pod runs: the downward API, then the service account, then `default`."""
-    from_env = os.environ.get("POD_NAMESPACE")
-    if from_env:
+    if from_env := os.environ.get("POD_NAMESPACE"):
         return from_env
     try:
         return _SERVICE_ACCOUNT_NAMESPACE.read_text(encoding="utf-8").strip() or "default"

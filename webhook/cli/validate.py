@@ -1,24 +1,29 @@
-"""`feedbackstore-webhook validate PATH...`: the verdict for GitOps pipelines.
-
-An unreadable input outweighs invalid stores in the exit code (a pipeline must
-not pass on a file it never checked), yet every readable document is still
-checked and reported.
-"""
+"""`feedbackstore-webhook validate PATH...`: the verdict for GitOps pipelines. An unreadable input
+outweighs invalid stores in the exit code (a pipeline must not pass on a file it never checked),
+yet every readable document is still checked and reported."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
 import yaml
 
-from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-from webhook.cli.kustomize_origin import origin
-from webhook.cli.manifest_files import Document
+from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
+from webhook.cli.manifest_files import Document, ReadError, objects, read_all
 from webhook.cli.validate_output import RENDERERS
-from webhook.cli.validate_report import ChangeWarning, Report, Result
+from webhook.cli.validate_report import ChangeWarning, Report, Result, locate
 from webhook.rules.manifest import check_manifest, is_feedbackstore
+
+# Set by `kustomize build` with `buildMetadata: [originAnnotations]`: a YAML mapping whose `path`
+# (with `repo` for a remote base) names the file someone edits, not the built stream.
+ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
+DELETED: Final = (
+    "FeedbackStore deleted: the agents that reference it lose their store, and its scores "
+    "their gate"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -35,11 +40,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="file, directory or -")
     parser.add_argument(
-        "-o",
-        "--output",
-        choices=tuple(RENDERERS),
-        default="text",
-        help="output format",
+        "-o", "--output", choices=tuple(RENDERERS), default="text", help="output format"
     )
     parser.add_argument(
         "--warnings-as-errors",
@@ -57,8 +58,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.cli.manifest_files import ReadError, objects, read_all
-
     report = Report()
     current: list[Document] = []  # for --previous: what was read
     for read in read_all(args.paths):
@@ -71,8 +70,6 @@ def run(args: argparse.Namespace) -> int:
             current.append(read)
     changes: list[ChangeWarning] | None = None
     if args.previous:
-        from webhook.cli.previous import change_warnings
-
         changes, unreadable = change_warnings(current, args.previous)
         report.errors.extend(unreadable)
     sys.stdout.flush()
@@ -93,6 +90,74 @@ def _check(
         report.skipped += 1
         return
     checked = check_manifest(content)
+    kept = node if checked.verdict.problems or checked.verdict.warnings else None
     report.results.append(
-        Result.placed(document.source, document.index, checked, strict, node, origin(content))
-    )
+        Result(document.source, document.index, checked, strict, kept, origin(content),
+               locate(node, ""))
+    )  # fmt: skip
+
+
+def origin(manifest: dict[str, Any]) -> str | None:
+    metadata = manifest.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    text = annotations.get(ORIGIN_ANNOTATION) if isinstance(annotations, dict) else None
+    try:
+        value: Any = yaml.safe_load(text) if isinstance(text, str) else None
+    except yaml.YAMLError:
+        return None
+    path = value.get("path") if isinstance(value, dict) else None
+    if not isinstance(path, str):
+        return None
+    repo = value.get("repo")
+    return f"{repo}//{path}" if isinstance(repo, str) and repo else path
+
+
+def change_warnings(
+    current: Sequence[Document], previous: Sequence[str]
+) -> tuple[list[ChangeWarning], list[ReadError]]:
+    """`--previous` (issue 17): each change from a store in `previous` to the same namespace/name
+    in `current` (stdin is read once), said as the webhook says it on UPDATE, at the changed value;
+    a store gone is a warning where it stood. And the unreadable previous inputs."""
+    from webhook.rules.change_messages import change_sentence
+    from webhook.rules.changes import changed_fields, spec_changes
+
+    read = list(read_all(previous))
+    before = _by_label([each for each in read if isinstance(each, Document)])
+    now = _by_label(current)
+    warnings: list[ChangeWarning] = []
+    for label, (old_document, old_node, old) in before.items():
+        if label not in now:
+            place = locate(old_node, "")
+            warnings.append(ChangeWarning(old_document.source, place, label, "", DELETED))
+            continue
+        document, node, new = now[label]
+        spec = new.get("spec")
+        changes = spec_changes(old.get("spec"), spec)
+        for change, field in zip(changes, changed_fields(changes, spec), strict=True):
+            warnings.append(
+                ChangeWarning(
+                    document.source, locate(node, field), label, field, change_sentence(change)
+                )
+            )
+    return warnings, [each for each in read if isinstance(each, ReadError)]
+
+
+def _by_label(
+    documents: Sequence[Document],
+) -> dict[str, tuple[Document, yaml.Node | None, dict[str, Any]]]:
+    """Each named FeedbackStore by `namespace/name` (the first of a name wins), with its node."""
+    found: dict[str, tuple[Document, yaml.Node | None, dict[str, Any]]] = {}
+    for document in documents:
+        for store, node in objects(document.content, document.node):
+            if isinstance(store, dict) and is_feedbackstore(store) and (label := _label(store)):
+                found.setdefault(label, (document, node, store))
+    return found
+
+
+def _label(store: dict[str, Any]) -> str | None:
+    metadata = store.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if not isinstance(name, str) or not name:
+        return None
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name

@@ -1,12 +1,6 @@
-"""How `validate -o FORMAT` says a `Report`: one thin renderer per format over the same entries.
-
-`github`: workflow commands the Actions runner turns into annotations on the
-diff, escaped as its toolkit escapes them (actions/toolkit `command.ts`).
-`junit`: one suite per file, one case per FeedbackStore, as GitLab and Jenkins
-show test reports; an unreadable input is an errored case, so a report never
-hides an unchecked file. `sarif`: SARIF 2.1.0 for code-scanning dashboards,
-one rule per error type.
-"""
+"""`validate -o FORMAT`: one thin renderer per format over the same entries. `github` escapes as
+actions/toolkit `command.ts` does; `junit` has a case per store and an errored case per unreadable
+input, so a report never hides an unchecked file; `sarif` (2.1.0) has a rule per error type."""
 
 from __future__ import annotations
 
@@ -15,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from webhook.cli.exit_codes import EXIT_OK
+from webhook.cli import EXIT_OK
 from webhook.cli.validate_report import ChangeWarning, Entry, Report, Result, summary
 from webhook.rules.messages import counted
 
@@ -116,32 +110,20 @@ def command(level: str, message: str, **properties: object) -> str:
 
 def github(report: Report, changes: Changes) -> bytes:
     lines = [
-        command(
-            "warning" if warned else "error",
-            _said(r, e),
-            file=r.source,
-            line=e.position.line,
-            col=e.position.column,
-            title=f"FeedbackStore {r.label()}: {e.type}",
-        )
+        command("warning" if warned else "error", _said(r, e), file=r.source,
+                line=e.position.line, col=e.position.column,
+                title=f"FeedbackStore {r.label()}: {e.type}")
         for r, e, warned in _entries(report)
-    ]
-    lines += [_change_command(c) for c in changes or ()]
+    ]  # fmt: skip
+    lines += [
+        command("warning", c.said, file=c.source, line=c.position.line, col=c.position.column,
+                title=f"FeedbackStore {c.label}: {CHANGE}")
+        for c in changes or ()
+    ]  # fmt: skip
     lines += [
         command("error", e.message, file=e.source, line=e.line, col=e.column) for e in report.errors
     ]
     return _lines([*lines, summary(report)])
-
-
-def _change_command(change: ChangeWarning) -> str:
-    return command(
-        "warning",
-        change.said,
-        file=change.source,
-        line=change.position.line,
-        col=change.position.column,
-        title=f"FeedbackStore {change.label}: {CHANGE}",
-    )
 
 
 def _junit_line(result: Result, entry: Entry) -> str:
@@ -200,18 +182,11 @@ def _sarif_result(
 def sarif(report: Report, changes: Changes) -> bytes:
     rules: dict[str, int] = {}
     results = [
-        _sarif_result(
-            rules,
-            e.type,
-            "warning" if warned else "error",
-            _said(r, e),
-            r.source,
-            e.position.line,
-            e.position.column,
-        )
+        _sarif_result(rules, e.type, "warning" if warned else "error", _said(r, e), r.source,
+                      e.position.line, e.position.column)
         for r, e, warned in _entries(report)
         if not (warned and r.warnings_are_errors)  # already among the problems
-    ]
+    ]  # fmt: skip
     results += [
         _sarif_result(rules, CHANGE, "warning", c.said, c.source,
                       c.position.line, c.position.column)
@@ -228,9 +203,5 @@ def sarif(report: Report, changes: Changes) -> bytes:
 
 
 RENDERERS: dict[str, Callable[[Report, Changes], bytes]] = {
-    "text": text,
-    "json": json,
-    "github": github,
-    "junit": junit,
-    "sarif": sarif,
+    render.__name__: render for render in (text, json, github, junit, sarif)
 }

@@ -1,35 +1,76 @@
-"""What `validate` found: each FeedbackStore's verdict, placed in its source.
-
-Every output format reads these same entries, so a problem has one field, one
-message and one position whatever the format.
-"""
+"""What `validate` found: each FeedbackStore's verdict placed in its source, so every output
+format says a problem with one field, message and position. A position is the YAML composer's
+own mark on the node a field path leads to (JSON is YAML too), never a search of the text."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import yaml
 
-from webhook.cli.exit_codes import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-from webhook.cli.positions import Position, locate
+from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
+from webhook.cli.manifest_files import ReadError
 from webhook.rules import messages
 from webhook.rules.field_errors import ErrorType
 from webhook.rules.manifest import ManifestVerdict
 from webhook.rules.messages import counted
 
-if TYPE_CHECKING:
-    from webhook.cli.manifest_files import ReadError
 
-WARNING = "Warning"
-OMITTED = "Omitted"
+@dataclass(frozen=True, slots=True)
+class Position:
+    """1-based line and column (in characters, as editors count)."""
+
+    line: int
+    column: int
+
+
 _START = Position(1, 1)
+
+
+def _at(node: yaml.Node) -> Position:
+    return Position(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def locate(root: yaml.Node | None, field_path: str, *, at_key: bool = False) -> Position:
+    """Start of the value at `field_path`, else of the mapping that should hold it (1:1 without
+    a tree); with `at_key`, of an entry's key: an unknown field is the key, whatever its value."""
+    if root is None:
+        return _START
+    node, rest = root, field_path
+    key_node: yaml.Node | None = None
+    while rest:
+        step = _step(node, rest)
+        if step is None:
+            return _at(node)
+        key_node, node, rest = step
+    return _at(key_node if at_key and key_node is not None else node)
+
+
+def _step(node: yaml.Node, rest: str) -> tuple[yaml.Node | None, yaml.Node, str] | None:
+    """One path element down: (key node or None, child node, the path still to walk)."""
+    if isinstance(node, yaml.SequenceNode) and rest.startswith("["):
+        index_text, _, tail = rest[1:].partition("]")
+        if not index_text.isdigit() or int(index_text) >= len(node.value):
+            return None
+        return None, node.value[int(index_text)], tail.removeprefix(".")
+    if isinstance(node, yaml.MappingNode):
+        best: tuple[yaml.Node, yaml.Node, str] | None = None
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if not isinstance(key, str) or not rest.startswith(key):
+                continue
+            tail = rest[len(key) :]
+            # the longest key that ends at a path boundary wins (a key may contain a dot);
+            # of equals, the later one, as a key written after a merge (`<<:`) overrides it
+            at_boundary = not tail or tail[0] in ".["
+            if at_boundary and (best is None or len(tail) <= len(best[2])):
+                best = (key_node, value_node, tail.removeprefix("."))
+        return best
+    return None
 
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One problem or warning: field path, error type, message and where it starts."""
-
     field: str
     type: str
     message: str
@@ -38,11 +79,8 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """One checked FeedbackStore: where it was, who it is, what is wrong with it.
-
-    `node` (the document's node tree) is kept only when there is something to
-    place in it; `start` is where the store itself starts.
-    """
+    """One checked FeedbackStore; `node` (its document's tree) is kept only when something is to
+    be placed in it, `start` is where the store itself starts."""
 
     source: str
     document: int
@@ -52,33 +90,13 @@ class Result:
     origin: str | None = None
     start: Position = _START
 
-    @classmethod
-    def placed(
-        cls,
-        source: str,
-        document: int,
-        checked: ManifestVerdict,
-        warnings_are_errors: bool,
-        node: yaml.Node | None,
-        origin: str | None,
-    ) -> Result:
-        """The result, holding on to `node` only if a problem or warning needs a position."""
-        start = _START if node is None else locate(node, "")
-        verdict = checked.verdict
-        if verdict.valid and not verdict.warnings:
-            node = None
-        return cls(source, document, checked, warnings_are_errors, node, origin, start)
-
     @property
     def valid(self) -> bool:
         verdict = self.checked.verdict
         return verdict.valid and not (self.warnings_are_errors and verdict.warnings)
 
     def position(self, field_path: str, *, at_key: bool = False) -> Position:
-        """Where `field_path` starts (`""`: the store itself); its start without a node tree."""
-        if self.node is None:
-            return self.start
-        return locate(self.node, field_path, at_key=at_key)
+        return self.start if self.node is None else locate(self.node, field_path, at_key=at_key)
 
     def problem_entries(self) -> list[Entry]:
         """Each problem, then the omitted count, then (when strict) the warnings."""
@@ -88,21 +106,20 @@ class Result:
                 p.field,
                 str(p.type),
                 p.message,
-                # an unknown field is the key that should not be there
                 self.position(p.field, at_key=p.type is ErrorType.FORBIDDEN),
             )
             for p in verdict.problems
         ]
         if verdict.omitted:
             message = messages.more_problems(verdict.omitted)
-            entries.append(Entry("spec", OMITTED, message, self.position("spec")))
+            entries.append(Entry("spec", "Omitted", message, self.position("spec")))
         if self.warnings_are_errors:
             entries.extend(self.warning_entries())
         return entries
 
     def warning_entries(self) -> list[Entry]:
         return [
-            Entry(w.field, WARNING, w.message, self.position(w.field))
+            Entry(w.field, "Warning", w.message, self.position(w.field))
             for w in self.checked.verdict.warnings
         ]
 
@@ -115,10 +132,8 @@ class Result:
 
 @dataclass(frozen=True, slots=True)
 class ChangeWarning:
-    """What a change from the previous manifests does (`validate --previous`), where it shows.
-
-    `field` is empty for a store deleted outright (it is placed where it stood).
-    """
+    """What a change from the previous manifests does (`validate --previous`), where it shows;
+    no `field` for a store deleted outright (placed where it stood)."""
 
     source: str
     position: Position
@@ -128,7 +143,6 @@ class ChangeWarning:
 
     @property
     def said(self) -> str:
-        """`ns/name: field: message` (no field for a deleted store)."""
         return ": ".join(part for part in (self.label, self.field, self.message) if part)
 
 

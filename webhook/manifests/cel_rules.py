@@ -1,31 +1,6 @@
-"""The cross-field invariants of SPEC §1 as CEL `x-kubernetes-validations`.
-
-A schema cannot say "at least one source" or "names unique across lists", so
-these rules do, with the platform's messages, and a cluster without the
-webhook still refuses the same objects. Their output is what users read (the
-CRD runs before any webhook), as established on a real v1.37.2 server
-(tests/kube/test_crd_real.py):
-
-- `reason: FieldValueRequired` on "no source" prints the verdict's very line,
-  `spec: Required value: <platform message>`.
-- The duplicate rules keep the default `FieldValueInvalid`: with
-  `FieldValueDuplicate` kube-apiserver builds `field.Duplicate(path, value)`,
-  which drops the message and prints a bare `spec.external: Duplicate value`.
-- A `messageExpression` names the repeated value and where it is declared
-  first and last; the static `message` is the fallback should it fail. CEL
-  before Kubernetes 1.33 has no index in comprehensions, hence
-  `indexOf`/`lastIndexOf` and one duplicate named per rule.
-- `fieldPath: .external` reports the rules on `spec` at the list holding the
-  offending name (a fieldPath cannot hold an index).
-
-Every field and CEL function used exists from Kubernetes 1.28 (MIN_KUBERNETES).
-Each rule sits on the narrowest node that sees all it compares, and may assume
-the schema's bounds hold (kube-apiserver skips CEL after a blocking schema
-error), which also bound each rule's estimated cost. Optional fields are
-guarded with `has(...) ? rule : true`, not `!has(...) || rule`: cel-python
-evaluates both sides of `||` and, inside a comprehension, compounds the errors
-until it runs out of memory.
-"""
+"""The cross-field invariants of SPEC §1 as CEL `x-kubernetes-validations`, with the platform's
+messages: what users read, since the CRD runs before any webhook (as seen on a real server in
+tests/kube/test_crd_real.py). Each rule may assume the schema's bounds (CEL runs after them)."""
 
 from __future__ import annotations
 
@@ -34,17 +9,13 @@ from dataclasses import dataclass
 from webhook.rules import api, messages
 from webhook.rules.field_errors import GO_ESCAPES, ErrorType
 
-MIN_KUBERNETES = (1, 28)
-"""The oldest Kubernetes minor whose CRD API has every rule field used here."""
+MIN_KUBERNETES = (1, 28)  # the oldest minor with every rule field and CEL function used here
 
 
 @dataclass(frozen=True, slots=True)
 class CelRule:
-    """One `x-kubernetes-validations` entry and where in the spec schema it is attached.
-
-    `at` is a path of property names below `spec` ("" for spec itself);
-    `field_path` (CEL's `fieldPath`, relative to `at`) moves the report lower.
-    """
+    """`at`: property names below `spec` ("" for spec itself) where the rule is attached;
+    `field_path` (CEL's `fieldPath`, relative to `at`) moves the report lower."""
 
     at: str
     rule: str
@@ -71,7 +42,6 @@ class CelRule:
 
 
 def literal(text: str) -> str:
-    """`text` as a CEL single-quoted string literal."""
     escaped = text.replace("\\", "\\\\").replace("'", "\\'")
     escaped = escaped.replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
     return f"'{escaped}'"
@@ -99,13 +69,8 @@ _INDEXES = "[" + ", ".join(f"'{index}'" for index in range(_LONGEST_LIST)) + "]"
 
 
 def _decimal(index: str) -> str:
-    """CEL for the decimal text of `index`: an item of a literal list of strings.
-
-    Not `string(index)`: kube-apiserver's cost estimator gives `string(int)`
-    no size bound, and concatenating it makes the whole messageExpression
-    "exceed budget by factor of more than 100x"; an item of a literal list of
-    strings is bounded, and costs one lookup.
-    """
+    """CEL for the decimal text of `index`: not `string(index)`, which kube-apiserver's cost
+    estimator leaves unbounded ("exceed budget by factor of more than 100x")."""
     return f"{_INDEXES}[{index}]"
 
 
@@ -125,45 +90,36 @@ def declared_twice(message: str, value: str, first: _Position, again: _Position)
 
 
 def _marks(items: str, var: str, key: str, value: str) -> str:
-    """CEL for a list of ints, 1 where the `key` of an item of `items` equals `value`.
-
-    Positions are looked up as `indexOf(1)` in it: the estimator bounds a list
-    of ints, while `indexOf` on a list of strings built by `map` has no known
-    element size and makes kube-apiserver refuse the CRD as over budget.
-    """
+    """CEL for a list of ints, 1 where an item's `key` equals `value`, to find it by `indexOf(1)`:
+    on strings built by `map` the estimator knows no size and refuses the CRD as over budget."""
     return f"{items}.map({var}, {key} == {value} ? 1 : 0)"
 
 
 def _first_message(items: str, var: str, fine: str, message: str) -> str:
     """CEL for the message of the first item of `items` (bound to `var`) that is not `fine`.
-
-    CEL in Kubernetes before 1.33 has no variables, so a value computed once
-    and used three times (the name, where it is first declared, where again)
-    is computed three times; building each item's message where the item is
-    in hand computes each position once. A messageExpression gets the same
-    per-call cost limit as a rule (kube-apiserver's PerCallLimit, at run time
-    too), and a store of 64 names of 128 emoji costs about three passes of
-    64 x 64 comparisons this way, where it did ten and was cut off.
-    """
+    Built where the item is in hand, as CEL before 1.33 has no variables: each position is then
+    computed once, within the per-call cost limit kube-apiserver also applies at run time."""
     return f"{items}.map({var}, {fine} ? '' : {message}).filter(m, m != '')[0]"
 
 
 def _unique_names(items: str, prefix: str, message: str) -> str:
     """CEL messageExpression for "every `name` in `items` is unique"."""
     marks = _marks(items, "y", "y.name", "x.name")
-    return _first_message(
-        items,
-        "x",
-        f"{items}.exists_one(y, y.name == x.name)",
-        declared_twice(
-            message,
-            "x.name",
-            _Position(prefix, f"{marks}.indexOf(1)", ".name"),
-            _Position(prefix, f"{marks}.lastIndexOf(1)", ".name"),
-        ),
-    )
+    first = _Position(prefix, f"{marks}.indexOf(1)", ".name")
+    again = _Position(prefix, f"{marks}.lastIndexOf(1)", ".name")
+    unique = f"{items}.exists_one(y, y.name == x.name)"
+    return _first_message(items, "x", unique, declared_twice(message, "x.name", first, again))
 
 
+def _first_external(fine: str, message: str, first: _Position, again: _Position) -> str:
+    """CEL messageExpression naming the first `score.name` in `spec.external` that is not `fine`."""
+    said = declared_twice(message, "c.score.name", first, again)
+    return _first_message("self.external", "c", fine, said)
+
+
+# The static `message` is the fallback should a messageExpression fail. CEL before 1.33 has no
+# index in comprehensions: hence `indexOf`/`lastIndexOf`, and one duplicate named per rule.
+# `reason: FieldValueRequired` prints the verdict's very line, `spec: Required value: <message>`.
 NO_SOURCE = CelRule(
     at="",
     rule=(
@@ -174,6 +130,8 @@ NO_SOURCE = CelRule(
     reason=ErrorType.REQUIRED,
 )
 
+# The duplicate rules keep the default FieldValueInvalid: FieldValueDuplicate makes kube-apiserver
+# print a bare `Duplicate value`, without the message.
 DUPLICATE_HUMAN = CelRule(
     at="human.scores",
     rule="self.all(x, self.exists_one(y, y.name == x.name))",
@@ -181,29 +139,22 @@ DUPLICATE_HUMAN = CelRule(
     message_expression=_unique_names("self", "spec.human.scores", messages.MSG_DUP_HUMAN),
 )
 
+# `has(...) ? rule : true`, not `!has(...) || rule`: cel-python evaluates both sides of `||` and,
+# in a comprehension, compounds the errors until it runs out of memory. `fieldPath: .external`
+# reports at the list holding the name (a fieldPath cannot hold an index).
 _IN_HUMAN = "self.human.scores.exists(s, s.name == c.score.name)"
+_HUMAN_MARKS = _marks("self.human.scores", "s", "s.name", "c.score.name")
+_EXTERNAL_MARKS = _marks("self.external", "e", "e.score.name", "c.score.name")
+_FIRST_EXTERNAL = _Position("spec.external", f"{_EXTERNAL_MARKS}.indexOf(1)", ".score.name")
 DUPLICATE_ACROSS = CelRule(
     at="",
     rule=f"has(self.human) && has(self.external) ? self.external.all(c, !{_IN_HUMAN}) : true",
     message=messages.MSG_DUP_ACROSS,
-    message_expression=_first_message(
-        "self.external",
-        "c",
+    message_expression=_first_external(
         f"!{_IN_HUMAN}",
-        declared_twice(
-            messages.MSG_DUP_ACROSS,
-            "c.score.name",
-            _Position(
-                "spec.human.scores",
-                f"{_marks('self.human.scores', 's', 's.name', 'c.score.name')}.indexOf(1)",
-                ".name",
-            ),
-            _Position(
-                "spec.external",
-                f"{_marks('self.external', 'e', 'e.score.name', 'c.score.name')}.indexOf(1)",
-                ".score.name",
-            ),
-        ),
+        messages.MSG_DUP_ACROSS,
+        _Position("spec.human.scores", f"{_HUMAN_MARKS}.indexOf(1)", ".name"),
+        _FIRST_EXTERNAL,
     ),
     field_path=".external",
 )
@@ -215,21 +166,15 @@ _EXTERNAL_ONLY = (
     f"(has(self.human) ? {_IN_HUMAN} : false)"
     " || self.external.exists_one(d, d.score.name == c.score.name)"
 )
-_EXTERNAL_MARKS = _marks("self.external", "e", "e.score.name", "c.score.name")
 DUPLICATE_EXTERNAL = CelRule(
     at="",
     rule=f"has(self.external) ? self.external.all(c, {_EXTERNAL_ONLY}) : true",
     message=messages.MSG_DUP_EXTERNAL,
-    message_expression=_first_message(
-        "self.external",
-        "c",
+    message_expression=_first_external(
         f"({_EXTERNAL_ONLY})",
-        declared_twice(
-            messages.MSG_DUP_EXTERNAL,
-            "c.score.name",
-            _Position("spec.external", f"{_EXTERNAL_MARKS}.indexOf(1)", ".score.name"),
-            _Position("spec.external", f"{_EXTERNAL_MARKS}.lastIndexOf(1)", ".score.name"),
-        ),
+        messages.MSG_DUP_EXTERNAL,
+        _FIRST_EXTERNAL,
+        _Position("spec.external", f"{_EXTERNAL_MARKS}.lastIndexOf(1)", ".score.name"),
     ),
     field_path=".external",
 )
@@ -241,10 +186,4 @@ DUPLICATE_CHANNEL = CelRule(
     message_expression=_unique_names("self", "spec.external", messages.MSG_DUP_CHANNEL),
 )
 
-SPEC_RULES: tuple[CelRule, ...] = (
-    NO_SOURCE,
-    DUPLICATE_HUMAN,
-    DUPLICATE_ACROSS,
-    DUPLICATE_EXTERNAL,
-    DUPLICATE_CHANNEL,
-)
+SPEC_RULES = (NO_SOURCE, DUPLICATE_HUMAN, DUPLICATE_ACROSS, DUPLICATE_EXTERNAL, DUPLICATE_CHANNEL)

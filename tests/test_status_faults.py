@@ -191,6 +191,24 @@ def test_a_429_waits_at_least_its_retry_after(apiserver: ApiServerEmulator) -> N
     assert writes[1].received - writes[0].received >= 0.9
 
 
+def test_a_429_holds_the_next_write_even_when_the_object_changes_meanwhile(
+    apiserver: ApiServerEmulator,
+) -> None:
+    """A watch event queues the key again at once; the server's Retry-After still stands."""
+    apiserver.create(NS, fs("store", INVALID))
+    apiserver.faults.fail_next(
+        1, status=429, method="PATCH", path_contains="/status", retry_after=1
+    )
+    with running_writer(apiserver):
+        apiserver.eventually(lambda: len(status_writes(apiserver)) == 1, interval=0.005)
+        flip(apiserver, "store")
+        apiserver.eventually(lambda: len(status_writes(apiserver)) == 2, interval=0.005)
+        converged(apiserver)
+    writes = status_writes(apiserver)
+    assert writes[0].status == 429
+    assert writes[1].received - writes[0].received >= 0.9
+
+
 def get_statuses(emu: ApiServerEmulator) -> list[int | None]:
     return [r.status for r in emu.requests if r.method == "GET" and "feedbackstores" in r.path]
 

@@ -62,6 +62,9 @@ class StatusWriter:
         self._agents = agents
         self._lock = threading.Lock()
         self._invalid: set[Key] = set()
+        # A 429's Retry-After holds every status write, not only its key's: the server is busy,
+        # and a key queued again meanwhile (a watch event, leadership) must not write sooner.
+        self._held_until = 0.0
 
     def run_worker(self, queue: WorkQueue[Key]) -> None:
         while (key := queue.get()) is not None:
@@ -93,6 +96,9 @@ class StatusWriter:
         usage = plan_usage(obj, self._agents(key), now)
         if not plan.needed and not usage.needed:
             return self._finalize(key, obj, usage, now, Outcome("up_to_date"))
+        held = self._held_until - time.monotonic()
+        if held > 0:
+            return Outcome("retry", held)
         try:
             written = self._write(key, obj, plan, usage)
         except Exception as error:
@@ -177,7 +183,11 @@ class StatusWriter:
         self._metrics.writes.labels("error").inc()
         fields = {**_where(key), "status": code, "error": error_text(error)}
         log.warning("status write failed; retrying after backoff", extra={"fields": fields})
-        return Outcome("retry", retry_after(error))
+        wait = retry_after(error)
+        if code == http.HTTPStatus.TOO_MANY_REQUESTS and wait > 0:
+            with self._lock:
+                self._held_until = max(self._held_until, time.monotonic() + wait)
+        return Outcome("retry", wait)
 
     def _track_validity(self, key: Key, valid: bool) -> None:
         with self._lock:

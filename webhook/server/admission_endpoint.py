@@ -31,7 +31,7 @@ from webhook.admission import (
 from webhook.admission.audit import ALLOWED, DENIED
 from webhook.admission.envelope import REVIEW_KIND
 from webhook.observability.logs import logger
-from webhook.server.metrics import WebhookMetrics
+from webhook.server.metrics import ERROR, WebhookMetrics
 from webhook.server.refusal import refusal
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class AdmissionEndpoint:
         try:
             response = await self._handle(request)
         except Exception as error:  # answered, never raised to aiohttp
-            self._metrics.count("", "error")
+            self._metrics.count("", ERROR)
             _log.error(
                 "internal error", exc_info=error, extra={"fields": {"remote": request.remote}}
             )
@@ -132,7 +132,7 @@ class AdmissionEndpoint:
 
     def _errored(self, review: AdmissionReview, error: Exception) -> web.Response:
         request = review.request
-        self._metrics.count(request.operation, "error")
+        self._metrics.count(request.operation, ERROR)
         fields = {"uid": request.uid, "operation": request.operation,
                   "namespace": request.namespace, "name": request.name}  # fmt: skip
         _log.error("internal error", exc_info=error, extra={"fields": fields})

@@ -15,14 +15,17 @@ from typing import Final
 from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
+from webhook.admission.audit import ALLOWED, DENIED
 from webhook.observability.metrics import CONTENT_TYPE, MetricsRegistry
 
-__all__ = ["CONTENT_TYPE", "WebhookMetrics", "measured"]
+__all__ = ["CONTENT_TYPE", "ERROR", "WebhookMetrics", "measured"]
 
 PREFIX: Final = "feedbackstore_webhook"
 # An operation label outside kube-apiserver's four is client data: fold it.
 _OPERATION_LABELS: Final = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 _OTHER: Final = "OTHER"
+# The verdict of a review the webhook could not judge (its own fault, answered 500).
+ERROR: Final = "error"
 # Admission latency is dominated by TLS and the event loop: sub-millisecond to seconds.
 LATENCY_BUCKETS: Final = (
     0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.0, 2.5, 5.0,
@@ -74,11 +77,10 @@ class WebhookMetrics(MetricsRegistry):
         self._answered = {
             (operation, verdict): self.requests.labels(operation, verdict)
             for operation in (*_OPERATION_LABELS, _OTHER)
-            for verdict in ("allowed", "denied", "error")
+            for verdict in (ALLOWED, DENIED, ERROR)
         }
 
     def count(self, operation: str, verdict: str) -> None:
-        """A review answered `allowed`, `denied` or `error` (the webhook's own fault, code 500)."""
         self._answered[operation if operation in _OPERATION_LABELS else _OTHER, verdict].inc()
 
 

@@ -116,7 +116,7 @@ class Load:
                     time.sleep(0.05)
                     break
                 ok = status in wanted
-                self.counts.add(ok, f"{method} {name}: {status} {text[:300]}")
+                self.counts.add(ok, f"{method} {name}: {status} {text[:600]}")
                 if not ok:
                     break
         connection.close()

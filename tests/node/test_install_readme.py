@@ -330,6 +330,54 @@ def _restart_under_load(shell: Shell, node: Node, restart: str) -> tuple[int, in
     return during, counts.failures, counts.messages
 
 
+# What the shipped webhook Deployment does so a rollout loses nothing, taken away: no
+# preStop delay, no startup or readiness probe (a pod counts as ready the moment its
+# process starts, before Python listens), no shutdown delay (SIGTERM closes the listener
+# at once, while kube-proxy still sends to it).
+BROKEN_ROLLOUT = [
+    {"op": "remove", "path": "/spec/template/spec/containers/0/lifecycle"},
+    {"op": "remove", "path": "/spec/template/spec/containers/0/startupProbe"},
+    {"op": "remove", "path": "/spec/template/spec/containers/0/readinessProbe"},
+    {"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--shutdown-delay"},
+    {"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "0"},
+]
+
+
+def test_the_load_catches_a_rollout_that_loses_requests(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """The load test can fail: the same rollout restart, of a webhook Deployment stripped of
+    its preStop delay, probes and shutdown delay, loses requests (kube-apiserver does not
+    retry a refused connection, and the webhook fails closed)."""
+    until_healthy(shell)
+    patch = json.dumps(BROKEN_ROLLOUT)
+    _ok(shell, f"kubectl {NS} patch deployment/feedbackstore-webhook --type=json -p '{patch}'")
+    try:
+        _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-webhook")
+        restart = f"kubectl {NS} rollout restart deployment/feedbackstore-webhook"
+        # A loss needs a call in a window of about a second per pod: up to three rollouts.
+        for attempt in range(1, 4):
+            during, failures, messages = _restart_under_load(shell, node, restart)
+            print(f"broken variant, rollout {attempt}: {failures} of {during} failed")
+            assert during > 200
+            if failures:
+                break
+        assert failures > 0
+        print("\n".join(messages[:3]))
+        assert all("failed calling webhook" in message for message in messages), messages
+    finally:
+        _ok(shell, "kubectl apply -k certs/")
+        _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-webhook --timeout=180s")
+    shipped = node.kubectl(
+        "-n", "feedbackstore-system", "get", "deployment/feedbackstore-webhook", "-o",
+        "jsonpath={.spec.template.spec.containers[0].lifecycle.preStop.exec.command}"
+        "{.spec.template.spec.containers[0].args}",
+    ).stdout  # fmt: skip
+    assert "sleep" in shipped, shipped
+    assert "--shutdown-delay" not in shipped, shipped
+    until_healthy(shell)
+
+
 def test_rollout_restart_of_the_webhook_loses_no_request(
     path1: object, shell: Shell, node: Node
 ) -> None:

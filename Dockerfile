@@ -26,6 +26,8 @@ FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="feedbackstore-webhook" \
       org.opencontainers.image.description="Admission webhook and status writer for ctxmesh FeedbackStores" \
       org.opencontainers.image.licenses="Apache-2.0"
+# Nothing installs at run time: the base's own pip and setuptools go too.
+RUN python -m pip uninstall --quiet --yes pip setuptools wheel
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1

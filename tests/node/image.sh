@@ -4,10 +4,12 @@
 #
 # No registry is reachable here, so the Dockerfile's base (its PYTHON_IMAGE
 # default) cannot be pulled: a stand-in of the same name is built from Debian
-# bookworm packages with mmdebstrap (python3, venv, pip, `python` on PATH, and
-# the CA certificates this host trusts beyond Debian's bundle, so pip inside the
-# build reaches the package index as the host does) and loaded with
-# `docker import`.
+# bookworm packages with mmdebstrap (python3, venv, `python` on PATH, and the CA
+# certificates this host trusts beyond Debian's bundle, so pip inside the build
+# reaches the package index as the host does) and loaded with `docker import`.
+# Like the real base it has pip and setuptools under /usr/local, installed by pip
+# (from Debian's wheels) and not marked externally managed, so the Dockerfile's
+# `pip uninstall` of them runs as it does on the real base.
 #
 # The result is cached by content: the digest of the Dockerfile, .dockerignore,
 # pyproject.toml, README.md, every file under webhook/ and this script. An
@@ -49,11 +51,18 @@ digest="$(
 	sha256sum <"$here/image.sh"
 )"
 key="$(printf '%s' "$digest" | sha256sum | cut -c1-16)"
-# The base's recipe: what mmdebstrap installs (a change here builds a new base).
-base_packages=python3,python3-venv,python3-pip,ca-certificates
+# The base's recipe: what mmdebstrap installs and its hooks (a change here builds a new base).
+base_packages=python3,python3-venv,ca-certificates
+# shellcheck disable=SC2016 # "$1" is mmdebstrap's, expanded by its hook shell
+hooks=(--customize-hook='chroot "$1" ln -sf python3 /usr/bin/python'
+	--customize-hook='rm -f "$1"/usr/lib/python3*/EXTERNALLY-MANAGED'
+	--customize-hook='chroot "$1" sh -c "set -e; w=/usr/share/python-wheels; pip=\$(echo \$w/pip-*.whl); python3 \$pip/pip install --quiet --no-index --no-cache-dir \$pip \$w/setuptools-*.whl"')
+if [ -d "$extra_ca" ]; then
+	hooks+=(--customize-hook="mkdir -p \"\$1$extra_ca\" && cp -r $extra_ca/. \"\$1$extra_ca/\" && chroot \"\$1\" update-ca-certificates >/dev/null")
+fi
 base_key="$(
 	{
-		echo "bookworm minbase $base_packages python->python3 docs-excluded"
+		echo "bookworm minbase $base_packages docs-excluded ${hooks[*]}"
 		[ ! -d "$extra_ca" ] || find "$extra_ca" -type f -print0 | LC_ALL=C sort -z | xargs -0 -r cat
 	} | sha256sum | cut -c1-16
 )"
@@ -90,22 +99,19 @@ if ! "$docker" info >/dev/null 2>&1; then
 fi
 
 t0=$SECONDS
-if ! "$docker" image inspect "$base" >/dev/null 2>&1; then
+imported="$("$docker" image inspect --format '{{index .Config.Labels "feedbackstore.base-key"}}' "$base" 2>/dev/null || true)"
+if [ "$imported" != "$base_key" ]; then
 	if [ ! -s "$base_tar" ]; then
 		command -v mmdebstrap >/dev/null || { echo "image.sh: mmdebstrap is not installed (Debian: mmdebstrap)" >&2; exit 3; }
 		echo "image.sh: building the stand-in base $base from Debian bookworm (1-2 minutes)" >&2
-		# shellcheck disable=SC2016 # "$1" is mmdebstrap's, expanded by its hook shell
-		hooks=(--customize-hook='chroot "$1" ln -sf python3 /usr/bin/python')
-		if [ -d "$extra_ca" ]; then
-			hooks+=(--customize-hook="mkdir -p \"\$1$extra_ca\" && cp -r $extra_ca/. \"\$1$extra_ca/\" && chroot \"\$1\" update-ca-certificates >/dev/null")
-		fi
 		mmdebstrap --quiet --variant=minbase \
 			--include="$base_packages" \
 			--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
 			"${hooks[@]}" bookworm "$base_tar.part.tar"
 		mv "$base_tar.part.tar" "$base_tar"
+		find "$root" -maxdepth 1 -name 'base-*.tar' ! -name "${base_tar##*/}" -delete
 	fi
-	"$docker" import "$base_tar" "$base" >/dev/null
+	"$docker" import --change "LABEL feedbackstore.base-key=$base_key" "$base_tar" "$base" >/dev/null
 	echo "image.sh: base ready in $((SECONDS - t0)) s" >&2
 fi
 

@@ -136,9 +136,19 @@ def test_validate_judges_manifests_on_stdin(image: tuple[Docker, str]) -> None:
 
 
 PROBE = r"""
-import importlib.util, json, os, shutil, sys, sysconfig
+import importlib.util, json, os, shutil, subprocess, sys, sysconfig
 site = sysconfig.get_paths()["purelib"]
+# The base's own interpreter, the one the venv was made from (pyvenv.cfg's `home`).
+with open(os.path.join(sys.prefix, "pyvenv.cfg")) as cfg:
+    home = next(l.split("=", 1)[1].strip() for l in cfg if l.split("=")[0].strip() == "home")
+base = subprocess.run(
+    [os.path.join(home, "python3"), "-c", "import importlib.util as u, json; "
+     "print(json.dumps({m: u.find_spec(m) is not None for m in ('pip', 'setuptools', 'wheel')}))"],
+    capture_output=True, text=True, check=True,
+)
 print(json.dumps({
+    "base_modules": json.loads(base.stdout),
+    "base_bin": sorted(e for e in os.listdir(home) if e.startswith(("pip", "easy_install"))),
     "prefix": sys.prefix,
     "modules": {m: importlib.util.find_spec(m) is not None
                 for m in ("pip", "setuptools", "wheel", "tests", "pytest", "webhook")},
@@ -167,4 +177,7 @@ def test_runtime_holds_no_pip_no_compiler_no_tests(image: tuple[Docker, str]) ->
     }
     assert found["compilers"] == dict.fromkeys(("gcc", "cc", "c++", "g++", "clang", "make"))
     assert not [entry for entry in found["venv_bin"] if entry.startswith("pip")]
+    # Nor the base's interpreter: the Dockerfile uninstalls its pip and setuptools.
+    assert found["base_modules"] == {"pip": False, "setuptools": False, "wheel": False}
+    assert found["base_bin"] == []
     assert "tests" not in found["site"]

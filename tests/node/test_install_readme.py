@@ -391,6 +391,52 @@ def test_rollout_restart_of_the_webhook_loses_no_request(
     assert during > 200  # a load that matters: hundreds of webhook calls
 
 
+def _pod_memory(node: Node) -> dict[str, float]:
+    """Each feedbackstore-system pod's memory in MiB: its cgroup's usage (the kubelet's
+    cgroupfs layout, cgroup v1), as the kubelet counts it against the pod's limit."""
+    listed = node.kubectl(
+        "-n", "feedbackstore-system", "get", "pods", "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid}{'\\n'}{end}",
+    ).stdout  # fmt: skip
+    memory = {}
+    for line in listed.splitlines():
+        name, uid = line.split()
+        found = list(pathlib.Path("/sys/fs/cgroup/memory/kubepods").glob(f"**/pod{uid}"))
+        if found:
+            usage = int((found[0] / "memory.usage_in_bytes").read_text())
+            memory[name] = usage / 2**20
+    return memory
+
+
+def test_pods_memory_under_load_stays_far_below_their_limits(
+    path1: object, shell: Shell, node: Node
+) -> None:
+    """Under the continuous create/update/delete load (every create and update judged by
+    the webhook, every store's condition written by the writer), each pod's peak memory
+    stays under half its 256 MiB limit."""
+    until_healthy(shell)
+    idle = _pod_memory(node)
+    _ok(shell, "kubectl create namespace load")
+    peak: dict[str, float] = {}
+    try:
+        with Load(node.plane, "load", threads=4) as load:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                for pod, mib in _pod_memory(node).items():
+                    peak[pod] = max(peak.get(pod, 0.0), mib)
+                time.sleep(1)
+            counts = load.stop()
+    finally:
+        shell.run("kubectl delete namespace load")
+    for pod in sorted(peak):
+        print(f"{pod}: idle {idle.get(pod, 0):.1f} MiB, peak under load {peak[pod]:.1f} MiB")
+    print(f"{counts.requests} requests in 20 s, {counts.failures} failed")
+    assert counts.failures == 0, counts.messages
+    assert counts.requests > 1000
+    assert len(peak) == 4, peak
+    assert all(mib < 128 for mib in peak.values()), peak
+
+
 def _webhook_pods(node: Node) -> int:
     listed = node.kubectl(
         "-n", "feedbackstore-system", "get", "pods", "-l", "app.kubernetes.io/component=webhook",

@@ -8,6 +8,7 @@ import datetime as dt
 import ipaddress
 import pathlib
 from collections.abc import Sequence
+from ipaddress import IPv4Address, IPv6Address
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -82,23 +83,62 @@ def issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
 def _serves(
     cert: x509.Certificate, ca: x509.Certificate, hosts: Sequence[str], now: dt.datetime
 ) -> bool:
-    """Signed by `ca`, fresh, and every host literally one of its SANs (no wildcard reasoning)."""
+    """Signed by `ca`, fresh, and valid for every host as kube-apiserver checks names."""
     if not issued_by(cert, ca) or not _is_fresh(cert, now):
         return False
+    return all(hostname_error(cert, host) is None for host in hosts)
+
+
+def hostname_error(cert: x509.Certificate, host: str) -> str | None:
+    """None when Go's `VerifyHostname` accepts `host` (SANs only), else its error, word for word."""
+    dns, ips = sans(cert)
     try:
-        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None and address in ips:
+        return None
+    if address is None and any(host_matches(name, host) for name in dns):
+        return None
+    if not dns and not ips and host_matches(common_name(cert), host):
+        return "x509: certificate relies on legacy Common Name field, use SANs instead"
+    if address is not None:
+        if not ips:
+            return (
+                f"x509: cannot validate certificate for {host} "
+                "because it doesn't contain any IP SANs"
+            )
+        valid = ", ".join(str(ip) for ip in ips)
+    else:
+        valid = ", ".join(dns)
+    if not valid:
+        return f"x509: certificate is not valid for any names, but wanted to match {host}"
+    return f"x509: certificate is valid for {valid}, not {host}"
+
+
+def sans(cert: x509.Certificate) -> tuple[list[str], list[IPv4Address | IPv6Address]]:
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
-        return False
-    dns = {name.lower() for name in sans.get_values_for_type(x509.DNSName)}
-    ips = set(sans.get_values_for_type(x509.IPAddress))
-    for host in hosts:
-        try:
-            if ipaddress.ip_address(host) not in ips:
-                return False
-        except ValueError:
-            if host.lower() not in dns:
-                return False
-    return True
+        return [], []
+    ips = names.get_values_for_type(x509.IPAddress)
+    addresses = [ip for ip in ips if isinstance(ip, IPv4Address | IPv6Address)]
+    return list(names.get_values_for_type(x509.DNSName)), addresses
+
+
+def host_matches(name: str, host: str) -> bool:
+    """A DNS name against a DNS host, as Go matches them: `*.` is exactly one leftmost label."""
+    name, host = name.lower().rstrip("."), host.lower().rstrip(".")
+    if name.startswith("*."):
+        head, _, rest = host.partition(".")
+        return bool(head) and rest == name[2:]
+    return name == host
+
+
+def common_name(cert: x509.Certificate) -> str:
+    names = cert.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)
+    value = names[0].value if names else ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
 def _is_fresh(cert: x509.Certificate, now: dt.datetime) -> bool:

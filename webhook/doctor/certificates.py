@@ -7,14 +7,12 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import ipaddress
 from collections.abc import Sequence
-from ipaddress import IPv4Address, IPv6Address
 from typing import Any, Final
 
 from cryptography import x509
 
-from webhook.certs.renewal import issued_by
+from webhook.certs.renewal import common_name, hostname_error, issued_by, sans
 from webhook.doctor.registration import client_config
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Fetched, Unreadable
@@ -115,7 +113,7 @@ def check_names(leaf: x509.Certificate, host: str) -> CheckResult:
         return fail(NAMES, "the registration has no clientConfig to match", "set clientConfig")
     mismatch = hostname_error(leaf, host)
     if mismatch is None:
-        dns, ips = _sans(leaf)
+        dns, ips = sans(leaf)
         return ok(NAMES, f"valid for {host} ({', '.join([*dns, *map(str, ips)])})")
     return fail(
         NAMES,
@@ -123,33 +121,6 @@ def check_names(leaf: x509.Certificate, host: str) -> CheckResult:
         "issue it for the host the registration calls: feedbackstore-webhook certs "
         "--namespace NS --service NAME (--host for a url:) --force && kubectl apply -k certs/",
     )
-
-
-def hostname_error(cert: x509.Certificate, host: str) -> str | None:
-    """None when Go's `VerifyHostname` accepts `host` (SANs only), else its error, word for word."""
-    dns, ips = _sans(cert)
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None
-    if address is not None and address in ips:
-        return None
-    if address is None and any(host_matches(name, host) for name in dns):
-        return None
-    if not dns and not ips and host_matches(_common_name(cert), host):
-        return "x509: certificate relies on legacy Common Name field, use SANs instead"
-    if address is not None:
-        if not ips:
-            return (
-                f"x509: cannot validate certificate for {host} "
-                "because it doesn't contain any IP SANs"
-            )
-        valid = ", ".join(str(ip) for ip in ips)
-    else:
-        valid = ", ".join(dns)
-    if not valid:
-        return f"x509: certificate is not valid for any names, but wanted to match {host}"
-    return f"x509: certificate is valid for {valid}, not {host}"
 
 
 def check_expiry(
@@ -200,37 +171,12 @@ def chain_to(
     return None
 
 
-def _sans(cert: x509.Certificate) -> tuple[list[str], list[IPv4Address | IPv6Address]]:
-    try:
-        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return [], []
-    ips = sans.get_values_for_type(x509.IPAddress)
-    addresses = [ip for ip in ips if isinstance(ip, IPv4Address | IPv6Address)]
-    return list(sans.get_values_for_type(x509.DNSName)), addresses
-
-
-def host_matches(name: str, host: str) -> bool:
-    """A DNS name against a DNS host, as Go matches them: `*.` is exactly one leftmost label."""
-    name, host = name.lower().rstrip("."), host.lower().rstrip(".")
-    if name.startswith("*."):
-        head, _, rest = host.partition(".")
-        return bool(head) and rest == name[2:]
-    return name == host
-
-
 def _without_certificate(why: str, fix: str) -> list[CheckResult]:
     return [fail(CA_BUNDLE, why, fix), skip(NAMES, why), skip(EXPIRY, why)]
 
 
-def _common_name(cert: x509.Certificate) -> str:
-    names = cert.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)
-    value = names[0].value if names else ""
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
-
-
 def _name(cert: x509.Certificate) -> str:
-    return f'"{_common_name(cert) or cert.subject.rfc4514_string()}"'
+    return f'"{common_name(cert) or cert.subject.rfc4514_string()}"'
 
 
 def _day(moment: dt.datetime) -> str:

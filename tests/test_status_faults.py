@@ -10,6 +10,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from tests.status_support import (
     status_writes,
     validated,
 )
+from webhook.rules import inuse
 
 apiserver = fixtures.apiserver  # a started emulator per test
 
@@ -207,6 +209,39 @@ def test_a_429_holds_the_next_write_even_when_the_object_changes_meanwhile(
     writes = status_writes(apiserver)
     assert writes[0].status == 429
     assert writes[1].received - writes[0].received >= 0.9
+
+
+def test_a_429_holds_a_finalizer_write_of_another_object_too(
+    apiserver: ApiServerEmulator,
+) -> None:
+    """The server's Retry-After holds every write: a finalizer to take off a store whose status
+    is up to date waits for it as a status write does."""
+    apiserver.create(NS, fs("held", VALID))
+    with running_writer(apiserver):
+        converged(apiserver)
+        apiserver.faults.fail_next(
+            1, status=429, method="PATCH", path_contains="/busy/status", retry_after=1
+        )
+        apiserver.create(NS, fs("busy", INVALID))
+        apiserver.eventually(lambda: len(status_writes(apiserver, "busy")) == 1, interval=0.005)
+
+        def hold(obj: dict) -> None:  # no agent uses it: the writer takes our finalizer off
+            obj["metadata"]["finalizers"] = [inuse.FINALIZER]
+
+        apiserver.update(NS, "held", hold)
+        apiserver.eventually(lambda: finalizer_writes(apiserver, "held"), interval=0.005)
+        converged(apiserver)
+    refused = status_writes(apiserver, "busy")[0]
+    assert refused.status == 429
+    assert finalizer_writes(apiserver, "held")[0].received - refused.received >= 0.9
+
+
+def finalizer_writes(emu: ApiServerEmulator, name: str) -> list[Any]:
+    """PATCHes of the object itself (not its status): the finalizer's apply."""
+    return [
+        r for r in emu.requests
+        if r.method == "PATCH" and r.path.split("?")[0].endswith(f"/feedbackstores/{name}")
+    ]  # fmt: skip
 
 
 def get_statuses(emu: ApiServerEmulator) -> list[int | None]:

@@ -62,9 +62,7 @@ class StatusWriter:
         self._agents = agents
         self._lock = threading.Lock()
         self._invalid: set[Key] = set()
-        # A 429's Retry-After holds every status write, not only its key's: the server is busy,
-        # and a key queued again meanwhile (a watch event, leadership) must not write sooner.
-        self._held_until = 0.0
+        self._held_until = 0.0  # monotonic; see `_held`
 
     def run_worker(self, queue: WorkQueue[Key]) -> None:
         while (key := queue.get()) is not None:
@@ -96,9 +94,8 @@ class StatusWriter:
         usage = plan_usage(obj, self._agents(key), now)
         if not plan.needed and not usage.needed:
             return self._finalize(key, obj, usage, now, Outcome("up_to_date"))
-        held = self._held_until - time.monotonic()
-        if held > 0:
-            return Outcome("retry", held)
+        if (held := self._held()) is not None:
+            return held
         try:
             written = self._write(key, obj, plan, usage)
         except Exception as error:
@@ -148,6 +145,8 @@ class StatusWriter:
         """Add or remove our finalizer when the plan says so; else `done`."""
         if usage.finalizer is None:
             return done
+        if (held := self._held()) is not None:
+            return held
         hold = usage.finalizer is Finalizer.ADD
         try:
             written = self._api.apply_finalizer(key[0], key[1], finalizer_configuration(obj, hold))
@@ -159,6 +158,12 @@ class StatusWriter:
             release = Transition(NORMAL, inuse.REASON_RELEASED)
             self._recorder.emit(obj, release, RELEASED_MESSAGE, now)
         return Outcome("written")
+
+    def _held(self) -> Outcome | None:
+        """A retry while a 429's Retry-After stands: it holds every write, the status's and the
+        finalizer's, not only its key's (a key queued again meanwhile must not write sooner)."""
+        held = self._held_until - time.monotonic()
+        return Outcome("retry", held) if held > 0 else None
 
     def _written(self, key: Key, obj: dict[str, Any], written: dict[str, Any]) -> None:
         """Count a write and cache its answer, unless the watch brought a newer object."""

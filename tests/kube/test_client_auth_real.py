@@ -142,8 +142,10 @@ def refused_at_tls(server: WebhookServer, name: str) -> re.Pattern[str]:
 
     With TLS 1.3 the client's handshake completes before the server has checked
     its certificate, so the refusal reaches kube-apiserver either as the end of
-    the stream (`EOF`) or as a reset while it wrote the request or read the
-    answer. All three were seen on the real server; nothing else may appear.
+    the stream (`EOF`), as a reset while it wrote the request or read the
+    answer, or (rarely: its own connection closed under it meanwhile) as `use of
+    closed network connection`. All four were seen on the real server; nothing
+    else may appear.
     """
     prefix = (
         f'Error from server (InternalError): error when creating "STDIN": Internal error '
@@ -154,7 +156,7 @@ def refused_at_tls(server: WebhookServer, name: str) -> re.Pattern[str]:
         rf"(read|write) tcp 127\.0\.0\.1:\d+->127\.0\.0\.1:{server.port}: "
         r"(read|write): connection reset by peer"
     )
-    return re.compile(re.escape(prefix) + rf"(EOF|{reset})\n")
+    return re.compile(re.escape(prefix) + rf"(EOF|{reset}|use of closed network connection)\n")
 
 
 def direct(server: WebhookServer, pair: pki.Pair | None, directory: pathlib.Path) -> bytes:

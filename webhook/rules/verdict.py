@@ -104,10 +104,10 @@ def _spec(spec: object) -> Iterator[Finding]:
 
 def unknown_fields(obj: dict[str, Any], known: frozenset[str], path: str) -> list[Problem]:
     """An error per key of `obj` not in `known`, suggesting the closest known one."""
-    prefix = f"{path}." if path else ""
     problems = []
     for key in obj:
         if key not in known:
+            prefix = f"{path}." if path else ""
             hints = difflib.get_close_matches(str(key), sorted(known), n=1)
             problems.append(unknown_field(f"{prefix}{key}", f"{prefix}{hints[0]}" if hints else ""))
     return problems

@@ -21,7 +21,7 @@ import time
 
 from webhook.observability import logs
 from webhook.server.admission_endpoint import AdmissionEndpoint
-from webhook.server.metrics import WebhookMetrics
+from webhook.server.webhook_metrics import WebhookMetrics
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from payloads import payloads

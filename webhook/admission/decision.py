@@ -13,7 +13,7 @@ import enum
 from typing import Final, NamedTuple
 
 from webhook import messages
-from webhook.admission.changes import change_warnings
+from webhook.admission.change_warnings import change_warnings
 from webhook.admission.decode import BadReviewError, BadReviewReason
 from webhook.admission.deletion import delete_notice
 from webhook.admission.envelope import AdmissionRequest, GroupVersionResource

@@ -19,9 +19,9 @@ from webhook import messages
 from webhook.server.admission_endpoint import AdmissionEndpoint
 from webhook.server.certificate import ServingCertificate
 from webhook.server.config import ServerConfig
-from webhook.server.metrics import CONTENT_TYPE, WebhookMetrics, measured
 from webhook.server.refusal import refusal
 from webhook.server.tls import LoadedPair
+from webhook.server.webhook_metrics import CONTENT_TYPE, WebhookMetrics, measured
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from webhook import messages
-from webhook.observability.metrics import CONTENT_TYPE
+from webhook.observability.metrics_registry import CONTENT_TYPE
 
 _OK = messages.PROBE_OK.encode()
 _NOT_READY = messages.PROBE_NOT_READY.encode()

@@ -9,7 +9,7 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from webhook.observability.metrics import MetricsRegistry
+from webhook.observability.metrics_registry import MetricsRegistry
 
 WATCH_RESTART_REASONS: Final = ("closed", "gone", "error")
 RECONCILE_OUTCOMES: Final = ("up_to_date", "written", "gone", "standby", "retry")

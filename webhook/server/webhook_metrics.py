@@ -16,7 +16,7 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
 from webhook.admission.audit import ALLOWED, DENIED
-from webhook.observability.metrics import CONTENT_TYPE, MetricsRegistry
+from webhook.observability.metrics_registry import CONTENT_TYPE, MetricsRegistry
 
 __all__ = ["CONTENT_TYPE", "ERROR", "WebhookMetrics", "measured"]
 

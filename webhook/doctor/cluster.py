@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-import orjson
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -27,7 +26,7 @@ from webhook.doctor.snapshot import (
     Target,
     Unreadable,
 )
-from webhook.kube.client import TRANSPORT_ERRORS, raw_response, read_json, read_page
+from webhook.kube.client import TRANSPORT_ERRORS, raw_response, read_json, read_page, server_status
 from webhook.kube.pager import Listed, Page, list_all
 from webhook.kube.settings import PAGE_SIZE
 from webhook.rules import api
@@ -153,10 +152,5 @@ def _warnings(headers: Any) -> tuple[str, ...]:
 
 
 def _message(error: ApiException) -> str:
-    try:
-        body = orjson.loads(error.body or b"")
-    except orjson.JSONDecodeError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return str(body["message"])
-    return f"HTTP {error.status} {error.reason}"
+    status = server_status(error)
+    return str(status["message"]) if status else f"HTTP {error.status} {error.reason}"

@@ -5,7 +5,6 @@ with it) to a caBundle CA, then the dialled host against the SANs only (never th
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime as dt
 from collections.abc import Sequence
 from typing import Any, Final
@@ -40,7 +39,7 @@ def _base64_pem(text: object) -> list[x509.Certificate]:
         return []
     try:
         return decode_pem_list(base64.b64decode(text, validate=True))
-    except (binascii.Error, ValueError):
+    except ValueError:  # binascii.Error, or a text not ASCII
         return []
 
 
@@ -158,8 +157,8 @@ def chain_to(
 ) -> list[x509.Certificate] | None:
     """leaf .. root when signatures link `leaf` to one of `roots`, else None (dates ignored)."""
     path = [leaf]
-    current = leaf
     for _ in range(MAX_CHAIN):
+        current = path[-1]
         root = next((ca for ca in roots if issued_by(current, ca)), None)
         if root is not None:
             return path if root == current else [*path, root]
@@ -167,7 +166,6 @@ def chain_to(
         if parent is None:
             return None
         path.append(parent)
-        current = parent
     return None
 
 

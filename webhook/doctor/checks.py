@@ -13,13 +13,14 @@ from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot
 from webhook.doctor.stores import check_held, check_stores
 from webhook.kube.leader import read_record
 from webhook.kube.objects import find_condition
+from webhook.kube.settings import ElectionSettings
 from webhook.kube.timestamps import parse_time
 from webhook.rules import api, validate_spec
 
 CRD: Final = "crd"
 ENDPOINTS: Final = "service-endpoints"
 LEASE: Final = "status-writer-lease"
-DEFAULT_LEASE_DURATION: Final = 15
+DEFAULT_LEASE_DURATION: Final = ElectionSettings(identity="").lease_duration
 _INSTALL_CRD: Final = "kubectl apply --server-side -k manifests/crd"
 _ENDPOINTS_NEEDS: Final = "get services, list endpointslices"
 PROBE: Final = "webhook-answers"

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-import orjson
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
@@ -27,7 +26,7 @@ from webhook.doctor.snapshot import (
     Target,
     Unreadable,
 )
-from webhook.kube.client import TRANSPORT_ERRORS, raw_response, read_json, read_page
+from webhook.kube.client import TRANSPORT_ERRORS, raw_response, read_json, read_page, server_status
 from webhook.kube.pager import Listed, Page, list_all
 from webhook.kube.settings import PAGE_SIZE
 from webhook.rules import api
@@ -60,14 +59,10 @@ def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:
         target.webhook_configuration,
     )
     service_namespace, service_name, _ = service_ref(configuration, target)
-    page = _get(
-        k8s.DiscoveryV1Api(api_client).list_namespaced_endpoint_slice,
-        service_namespace,
-        label_selector=f"{SERVICE_NAME_LABEL}={service_name}",
-    )
-    slices = (page.get("items") or []) if isinstance(page, dict) else page
-    lease = _get(
-        k8s.CoordinationV1Api(api_client).read_namespaced_lease, target.lease, target.namespace
+    list_slices = k8s.DiscoveryV1Api(api_client).list_namespaced_endpoint_slice
+    selector = f"{SERVICE_NAME_LABEL}={service_name}"
+    slices = _answered(
+        lambda: read_page(list_slices(service_namespace, label_selector=selector, **_RAW)).items
     )
     names = dict.fromkeys((KUBE_SYSTEM, target.namespace, target.probe_namespace))
     have_api = crd is not None
@@ -76,10 +71,10 @@ def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:
         configuration=configuration,
         secret=_get(core.read_namespaced_secret, target.secret, target.namespace),
         service=_get(core.read_namespaced_service, service_name, service_namespace),
-        endpoint_slices=[s for s in slices if isinstance(s, dict)]
-        if isinstance(slices, list)
-        else slices,
-        lease=lease,
+        endpoint_slices=slices,
+        lease=_get(
+            k8s.CoordinationV1Api(api_client).read_namespaced_lease, target.lease, target.namespace
+        ),
         stores=_stores(custom, target.store_namespace) if have_api else None,
         probe=probe(custom, target.probe_namespace) if have_api else None,
         namespaces={name: _get(core.read_namespace, name) for name in names},
@@ -128,8 +123,7 @@ def _answered(call: Callable[[], T]) -> T | Unreadable | None:
 
 
 def _get(read: Callable[..., object], *args: object, **options: object) -> Fetched:
-    found: Fetched = _answered(lambda: read_json(read(*args, **options, **_RAW)))
-    return found
+    return _answered(lambda: read_json(read(*args, **options, **_RAW)))
 
 
 def _stores(custom: k8s.CustomObjectsApi, namespace: str | None) -> FetchedList:
@@ -158,10 +152,5 @@ def _warnings(headers: Any) -> tuple[str, ...]:
 
 
 def _message(error: ApiException) -> str:
-    try:
-        body = orjson.loads(error.body or b"")
-    except orjson.JSONDecodeError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return str(body["message"])
-    return f"HTTP {error.status} {error.reason}"
+    status = server_status(error)
+    return str(status["message"]) if status else f"HTTP {error.status} {error.reason}"

@@ -19,7 +19,6 @@ REGISTRATION: Final = "webhook-configuration"
 MAX_TIMEOUT: Final = 10
 MIN_TIMEOUT: Final = 2
 DEFAULT_TIMEOUT: Final = 10
-_WRITES: Final = frozenset({"CREATE", "UPDATE", "*"})
 
 # (level, detail, fix); a fix may hold <NAME> and <INDEX>, filled in per entry.
 Verdict = tuple[Level, str, str]
@@ -107,8 +106,7 @@ def _writes_feedbackstores(rule: dict[str, Any]) -> bool:
         and _covers(rule.get("apiVersions"), api.VERSION)
         and isinstance(resources, list)
         and any(r in (api.PLURAL, "*", "*/*") for r in resources)
-        and isinstance(operations, list)
-        and bool(_WRITES.intersection(operations))
+        and (_covers(operations, "CREATE") or _covers(operations, "UPDATE"))
     )
 
 

@@ -5,6 +5,7 @@ failed open): worth a warning."""
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -26,12 +27,7 @@ def check_stores(stores: FetchedList, scope: str) -> CheckResult:
         return refused(NAME, "list FeedbackStores", stores, "list on feedbackstores")
     if stores is None:
         return skip(NAME, "FeedbackStores not listed")
-    by_state: dict[str, list[dict[str, Any]]] = {
-        "missing": [],
-        "stale": [],
-        "invalid": [],
-        "current": [],
-    }
+    by_state: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for store in stores:
         by_state[_state(store)].append(store)
     missing, stale, invalid = by_state["missing"], by_state["stale"], by_state["invalid"]

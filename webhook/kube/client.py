@@ -40,18 +40,24 @@ def status_code(error: BaseException) -> int | None:
     return None
 
 
+def server_status(error: BaseException) -> dict[str, Any] | None:
+    """The Status a failed call answered with, None unless it sent one with a message."""
+    body = error.body if isinstance(error, ApiException) else None
+    try:
+        status = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        return None
+    return status if isinstance(status, dict) and isinstance(status.get("message"), str) else None
+
+
 def error_text(error: BaseException) -> str:
     """What a log line says of a failed call, at most 500 characters.
 
     The server's Status message when there is one: a refusal names the user, verb and resource
     word for word, what an admin needs to fix the RBAC (the exception's text is its headers).
     """
-    body = error.body if isinstance(error, ApiException) else None
-    try:
-        status = orjson.loads(body) if body else None
-    except orjson.JSONDecodeError:
-        status = None
-    if isinstance(status, dict) and isinstance(status.get("message"), str):
+    status = server_status(error)
+    if status is not None:
         return f"{status.get('reason') or status_code(error)}: {status['message']}"[:500]
     return f"{type(error).__name__}: {error}"[:500]
 

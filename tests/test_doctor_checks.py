@@ -649,13 +649,18 @@ def validated(status: str = "True", observed: int | None = 1) -> dict[str, Any]:
          "many are counted, a few named"],
 )  # fmt: skip
 def test_store_conditions(stores: list[dict[str, Any]], level: Level, detail: str) -> None:
-    result = check_stores(stores, "in all namespaces")
+    result = check_stores(stores, "in all namespaces", "feedbackstore-system")
     assert (result.level, result.detail) == (level, detail)
 
 
+def test_store_conditions_point_at_the_writers_logs_in_the_components_namespace() -> None:
+    result = check_stores([store("a", 1, None)], "in all namespaces", "platform-system")
+    assert "kubectl -n platform-system logs deploy/feedbackstore-status-writer" in result.fix
+
+
 def test_store_conditions_unreadable_or_not_listed() -> None:
-    assert check_stores(FORBIDDEN, "x").level is Level.FAIL
-    assert check_stores(None, "x").level is Level.SKIP
+    assert check_stores(FORBIDDEN, "x", "ns").level is Level.FAIL
+    assert check_stores(None, "x", "ns").level is Level.SKIP
 
 
 # -- the dry-run probe -------------------------------------------------------------------

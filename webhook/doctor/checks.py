@@ -46,7 +46,7 @@ def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Che
     lease = check_lease(snapshot.lease, f"{target.namespace}/{target.lease}", now)
     results.append(lease)
     scope = f"in {target.store_namespace}" if target.store_namespace else "in all namespaces"
-    results.append(check_stores(snapshot.stores, scope))
+    results.append(check_stores(snapshot.stores, scope, target.namespace))
     results.append(check_held(snapshot.stores, writer_leads=lease.level is Level.OK))
     return results
 

@@ -22,7 +22,8 @@ HELD: Final = "held-deletions"
 SHOWN: Final = 5
 
 
-def check_stores(stores: FetchedList, scope: str) -> CheckResult:
+def check_stores(stores: FetchedList, scope: str, namespace: str) -> CheckResult:
+    """`namespace` is the components' (`--namespace`), where the status writer's logs are."""
     if isinstance(stores, Unreadable):
         return refused(NAME, "list FeedbackStores", stores, "list on feedbackstores")
     if stores is None:
@@ -42,7 +43,7 @@ def check_stores(stores: FetchedList, scope: str) -> CheckResult:
             NAME,
             f"{total}: {'; '.join(parts)}",
             "the status writer is not keeping up: see the Lease check, and its logs "
-            "(kubectl -n feedbackstore-system logs deploy/feedbackstore-status-writer)",
+            f"(kubectl -n {namespace} logs deploy/feedbackstore-status-writer)",
         )
     if invalid:
         return warn(

@@ -8,14 +8,14 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from webhook.kube.objects import metadata_of
+
 Key = tuple[str, str]
 
 
 def object_key(obj: object) -> Key | None:
     """`(namespace, name)` of a decoded object, None when it has no usable identity."""
-    metadata = obj.get("metadata") if isinstance(obj, dict) else None
-    if not isinstance(metadata, dict):
-        return None
+    metadata = metadata_of(obj)
     namespace, name = metadata.get("namespace"), metadata.get("name")
     if not isinstance(namespace, str) or not isinstance(name, str) or not namespace or not name:
         return None
@@ -23,8 +23,7 @@ def object_key(obj: object) -> Key | None:
 
 
 def resource_version(obj: dict[str, Any]) -> str | None:
-    metadata = obj.get("metadata")
-    version = metadata.get("resourceVersion") if isinstance(metadata, dict) else None
+    version = metadata_of(obj).get("resourceVersion")
     return version if isinstance(version, str) else None
 
 
@@ -34,9 +33,7 @@ def trimmed(obj: dict[str, Any]) -> dict[str, Any]:
     They are over half of a decoded object (bench/README.md); dropped at the cache's door as
     controller-runtime's `TransformStripManagedFields` does (the object is freshly decoded, ours).
     """
-    metadata = obj.get("metadata")
-    if isinstance(metadata, dict):
-        metadata.pop("managedFields", None)
+    metadata_of(obj).pop("managedFields", None)
     return obj
 
 

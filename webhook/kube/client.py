@@ -14,6 +14,7 @@ import urllib3
 from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
+from webhook.kube.objects import metadata_of
 from webhook.kube.pager import Listed, Page, list_all
 from webhook.kube.settings import PAGE_SIZE
 
@@ -100,8 +101,7 @@ def read_page(response: object) -> Page:
     """One page of a list answer: its items, resourceVersion and continue token."""
     decoded = read_json(response)
     page: dict[str, Any] = decoded if isinstance(decoded, dict) else {}
-    found = page.get("metadata")
-    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    metadata = metadata_of(page)
     return Page(
         [item for item in page.get("items") or () if isinstance(item, dict)],
         str(metadata.get("resourceVersion") or ""),

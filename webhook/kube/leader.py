@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from prometheus_client import Counter, Gauge
 
 from webhook.kube.client import LeaseApi, error_text, status_code
+from webhook.kube.objects import metadata_of
 from webhook.kube.settings import ElectionSettings
 from webhook.kube.timestamps import micro_time, utc_now
 
@@ -43,7 +44,6 @@ class LeaseRecord:
 def read_record(lease: dict[str, Any]) -> LeaseRecord:
     """Tolerant of missing or odd values."""
     spec = _mapping(lease.get("spec"))
-    metadata = _mapping(lease.get("metadata"))
     holder = spec.get("holderIdentity")
     duration = spec.get("leaseDurationSeconds")
     transitions = spec.get("leaseTransitions")
@@ -53,7 +53,7 @@ def read_record(lease: dict[str, Any]) -> LeaseRecord:
         duration=duration if type(duration) is int and duration > 0 else None,
         renew_time=renew if isinstance(renew, str) else None,
         transitions=transitions if type(transitions) is int and transitions >= 0 else 0,
-        resource_version=str(metadata.get("resourceVersion") or ""),
+        resource_version=str(metadata_of(lease).get("resourceVersion") or ""),
         spec=spec,
     )
 

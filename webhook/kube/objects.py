@@ -1,5 +1,5 @@
-"""An object's conditions, finalizers and deletion, read tolerant of any shape, and a condition
-built by metav1.Condition's rule (`lastTransitionTime` moves only when `status` changes).
+"""An object's metadata, conditions, finalizers and deletion, read tolerant of any shape, and a
+condition built by metav1.Condition's rule (`lastTransitionTime` moves only when `status` changes).
 """
 
 from __future__ import annotations
@@ -9,6 +9,12 @@ from datetime import datetime
 from typing import Any
 
 from webhook.kube.timestamps import parse_time, rfc3339
+
+
+def metadata_of(obj: object) -> dict[str, Any]:
+    """`metadata` of a decoded object; empty when either is not a mapping."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    return metadata if isinstance(metadata, dict) else {}
 
 
 def find_condition(obj: object, condition_type: str) -> dict[str, Any] | None:
@@ -23,13 +29,11 @@ def find_condition(obj: object, condition_type: str) -> dict[str, Any] | None:
 
 def deletion_in_progress(obj: object) -> bool:
     """`metadata.deletionTimestamp` is set: the object waits only for its finalizers."""
-    metadata = obj.get("metadata") if isinstance(obj, dict) else None
-    return type(metadata) is dict and metadata.get("deletionTimestamp") is not None
+    return metadata_of(obj).get("deletionTimestamp") is not None
 
 
 def has_finalizer(obj: object, finalizer: str) -> bool:
-    metadata = obj.get("metadata") if isinstance(obj, dict) else None
-    finalizers = metadata.get("finalizers") if isinstance(metadata, dict) else None
+    finalizers = metadata_of(obj).get("finalizers")
     return isinstance(finalizers, list) and finalizer in finalizers
 
 

@@ -18,6 +18,7 @@ from webhook.kube.objects import (
     find_condition,
     has_finalizer,
     make_condition,
+    metadata_of,
 )
 from webhook.rules import api, inuse
 from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
@@ -47,12 +48,9 @@ class Finalizer(enum.Enum):
 
 def store_reference(agent: object) -> Key | None:
     """`(namespace, store name)` an AgentDeployment names, or None when it names none."""
-    if not isinstance(agent, dict):
-        return None
-    metadata, spec = agent.get("metadata"), agent.get("spec")
-    if not isinstance(metadata, dict) or not isinstance(spec, dict):
-        return None
-    namespace, ref = metadata.get("namespace"), spec.get("feedbackStoreRef")
+    spec = agent.get("spec") if isinstance(agent, dict) else None
+    ref = spec.get("feedbackStoreRef") if isinstance(spec, dict) else None
+    namespace = metadata_of(agent).get("namespace")
     if not isinstance(namespace, str) or not namespace or not isinstance(ref, str) or not ref:
         return None
     return namespace, ref

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from webhook.kube.objects import condition_changed, find_condition, make_condition
+from webhook.kube.objects import condition_changed, find_condition, make_condition, metadata_of
 from webhook.rules import Verdict, api, messages, validate_feedbackstore
 from webhook.rules.summary import summarize
 
@@ -35,8 +35,7 @@ def verdict_fields(verdict: Verdict) -> tuple[str, str, str]:
 
 def observed_generation(obj: dict[str, Any]) -> int | None:
     """`metadata.generation` when it is a usable int64, else None (left out of the condition)."""
-    metadata = obj.get("metadata")
-    generation = metadata.get("generation") if isinstance(metadata, dict) else None
+    generation = metadata_of(obj).get("generation")
     if type(generation) is int and 0 <= generation < 2**63:
         return generation
     return None

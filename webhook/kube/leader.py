@@ -43,7 +43,8 @@ class LeaseRecord:
 
 def read_record(lease: dict[str, Any]) -> LeaseRecord:
     """Tolerant of missing or odd values."""
-    spec = _mapping(lease.get("spec"))
+    found = lease.get("spec")
+    spec: dict[str, Any] = found if isinstance(found, dict) else {}
     holder = spec.get("holderIdentity")
     duration = spec.get("leaseDurationSeconds")
     transitions = spec.get("leaseTransitions")
@@ -153,21 +154,20 @@ class LeaderElector:
     def stop(self) -> None:
         self._stop.set()
 
-    def release(self) -> bool:
+    def release(self) -> None:
         """Give the Lease up if we still hold it (empty holder, 1 s), so a standby takes over."""
         try:
             lease = self._api.get()
             if lease is None:
-                return False
+                return
             record = read_record(lease)
             if record.holder != self.identity:
-                return False
+                return
             self._api.replace(record.resource_version, released_spec(record, utc_now()))
         except Exception as error:  # the lease then simply expires
             log.warning("lease release failed", extra={"fields": {"error": error_text(error)}})
-            return False
+            return
         log.info("lease released", extra={"fields": {"identity": self.identity}})
-        return True
 
     def _settle(self, held: bool, attempted: float) -> None:
         """A lapse is a step down even if this renewal succeeded: objects were skipped meanwhile, so
@@ -196,22 +196,18 @@ class LeaderElector:
     def _try_acquire_or_renew(self) -> bool:
         if self.is_leader() and self._renew_optimistically():
             return True
-        settings = self._settings
         lease = self._api.get()
         if lease is None:
-            return self._write(
-                None, claimed_spec(None, self.identity, settings.lease_duration, utc_now())
-            )
+            return self._claim(None)
         record = read_record(lease)
         # Any change restarts the expiry clock, as client-go compares raw records.
         if self._observed is None or self._observed.spec != record.spec:
             self._observed, self._observed_at = record, self._clock()
         if held_by_other(
-            record, self.identity, self._observed_at, self._clock(), settings.lease_duration
+            record, self.identity, self._observed_at, self._clock(), self._settings.lease_duration
         ):
             return False
-        spec = claimed_spec(record, self.identity, settings.lease_duration, utc_now())
-        return self._write(record, spec)
+        return self._claim(record)
 
     def _renew_optimistically(self) -> bool:
         """One update of the Lease last written, as client-go's leader; any error: read and decide.
@@ -221,9 +217,8 @@ class LeaderElector:
         observed = self._observed
         if observed is None or observed.holder != self.identity:
             return False
-        spec = claimed_spec(observed, self.identity, self._settings.lease_duration, utc_now())
         try:
-            return self._write(observed, spec)
+            return self._claim(observed)
         except Exception as error:
             log.info(
                 "optimistic lease renewal failed; reading the lease",
@@ -231,7 +226,8 @@ class LeaderElector:
             )
             return False
 
-    def _write(self, record: LeaseRecord | None, spec: dict[str, Any]) -> bool:
+    def _claim(self, record: LeaseRecord | None) -> bool:
+        spec = claimed_spec(record, self.identity, self._settings.lease_duration, utc_now())
         try:
             if record is None:
                 written = self._api.create(spec)
@@ -243,7 +239,3 @@ class LeaderElector:
             raise
         self._observed, self._observed_at = read_record(written), self._clock()
         return True
-
-
-def _mapping(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

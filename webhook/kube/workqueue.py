@@ -11,7 +11,7 @@ import itertools
 import random
 import threading
 import time
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -61,10 +61,10 @@ class WorkQueue(Generic[K]):
         self._processing: set[K] = set()
         self._delayed: list[tuple[float, int, K]] = []
         self._sequence = itertools.count()
-        self._failures: dict[K, Backoff] = {}
-        self._retry_initial = retry_initial
-        self._retry_cap = retry_cap
         self._rng = rng or random.Random()  # noqa: S311 - jitter, not secrets
+        self._failures: defaultdict[K, Backoff] = defaultdict(
+            lambda: Backoff(retry_initial, retry_cap, self._rng)
+        )
         self._shut = False
 
     def add(self, key: K) -> None:
@@ -83,11 +83,7 @@ class WorkQueue(Generic[K]):
     def add_rate_limited(self, key: K, at_least: float = 0.0) -> float:
         """Queue `key` after its own backoff (it failed again); returns the delay chosen."""
         with self._cond:
-            backoff = self._failures.get(key)
-            if backoff is None:
-                backoff = Backoff(self._retry_initial, self._retry_cap, self._rng)
-                self._failures[key] = backoff
-            delay = max(at_least, backoff.next_delay())
+            delay = max(at_least, self._failures[key].next_delay())
         self.add_after(key, delay)
         return delay
 

@@ -42,8 +42,8 @@ def list_all(fetch: PageFetch, page_size: int | None = PAGE_SIZE) -> Listed:
         listed.requests += 1
         try:
             page = fetch(page_size or None, token)
-        except Exception as error:
-            if token is None or not _expired(error):
+        except ApiException as error:
+            if token is None or error.status != http.HTTPStatus.GONE:
                 raise
             listed.requests += 1
             listed.full_list_fallback = True
@@ -54,7 +54,3 @@ def list_all(fetch: PageFetch, page_size: int | None = PAGE_SIZE) -> Listed:
         if not token:
             listed.resource_version = page.resource_version
             return listed
-
-
-def _expired(error: Exception) -> bool:
-    return isinstance(error, ApiException) and error.status == http.HTTPStatus.GONE

@@ -111,7 +111,7 @@ class Informer:
         on_change: Callable[[Key, dict[str, Any]], None],
         on_delete: Callable[[Key], None],
         metrics: InformerMetrics,
-        settings: InformerSettings | None = None,
+        settings: InformerSettings,
         on_synced: Callable[[], None] = lambda: None,
     ) -> None:
         self._api = api
@@ -119,7 +119,7 @@ class Informer:
         self._on_delete = on_delete
         self._on_synced = on_synced
         self._metrics = metrics
-        self._settings = settings or InformerSettings()
+        self._settings = settings
         # What a relist compares against.
         self._known: set[Key] = set()
         self._backoff = Backoff(

@@ -35,7 +35,7 @@ class AgentView:
         store_queue: WorkQueue[Key],
         settings: InformerSettings,
         replan: Callable[[], None],
-        recheck_seconds: float = 30.0,
+        recheck_seconds: float,
     ) -> None:
         self._api = CollectionApi(
             api_client, (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL), namespace

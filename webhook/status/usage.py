@@ -67,7 +67,12 @@ class ReferenceIndex:
         before = self._store_of.get(agent)
         if before == store:
             return set()
-        self._unlink(agent, before)
+        if before is not None:
+            del self._store_of[agent]
+            names = self._agents_of[before]
+            names.discard(agent[1])
+            if not names:
+                del self._agents_of[before]
         if store is not None:
             self._store_of[agent] = store
             self._agents_of.setdefault(store, set()).add(agent[1])
@@ -78,15 +83,6 @@ class ReferenceIndex:
 
     def holders(self, store: Key) -> tuple[str, ...]:
         return tuple(sorted(self._agents_of.get(store, ())))
-
-    def _unlink(self, agent: Key, store: Key | None) -> None:
-        if store is None:
-            return
-        del self._store_of[agent]
-        names = self._agents_of[store]
-        names.discard(agent[1])
-        if not names:
-            del self._agents_of[store]
 
 
 def current_in_use(store: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,6 +1,4 @@
-"""Prometheus metrics of one status writer, in a registry of its own (two writers in one process,
-as in the tests, never clash over a counter).
-"""
+"""Prometheus metrics of one status writer, in a registry of its own (`MetricsRegistry`)."""
 
 from __future__ import annotations
 

@@ -162,9 +162,8 @@ class Report:
 
 
 def summary(report: Report) -> str:
-    checked = len(report.results)
     text = (
-        f"{counted(checked, 'FeedbackStore')} checked, {report.invalid} invalid, "
+        f"{counted(len(report.results), 'FeedbackStore')} checked, {report.invalid} invalid, "
         f"{counted(report.skipped, 'other document')} skipped"
     )
     if report.errors:

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
             )
         print(f"next: kubectl apply -k {out_dir}")
     except OSError as error:
-        print(f"certs: cannot write to {args.out_dir}: {error.strerror}", file=sys.stderr)
+        print(f"certs: cannot write to {out_dir}: {error.strerror}", file=sys.stderr)
         return EXIT_UNUSABLE
     return EXIT_OK
 

@@ -15,20 +15,21 @@ T = TypeVar("T")
 
 
 def default_of(settings: type[Any], name: str) -> Any:
-    for field in dataclasses.fields(settings):
-        if field.name == name:
-            if field.default is dataclasses.MISSING:
-                raise LookupError(f"{settings.__name__}.{name} has no plain default")
-            return field.default
-    raise LookupError(f"{settings.__name__} has no field {name!r}")
+    default = {field.name: field.default for field in dataclasses.fields(settings)}[name]
+    if default is dataclasses.MISSING:
+        raise LookupError(f"{settings.__name__}.{name} has no plain default")
+    return default
 
 
 def setting(
     parser: Any, settings: type[Any], flag: str, help_text: str, field: str = "", **options: Any
 ) -> None:
-    """`flag` filling `settings.field` (by default the flag's own name), with its default."""
+    """`flag` filling `settings.field` (by default the flag's own name), with its default, which
+    `--help` shows unless `help_text` already says the default or there is none."""
     dest = field or flag.removeprefix("--").replace("-", "_")
     default = default_of(settings, dest)
+    if default is not None and "(default" not in help_text:
+        help_text += " (default: %(default)s)"
     parser.add_argument(flag, dest=dest, default=default, help=help_text, **options)
 
 
@@ -40,8 +41,7 @@ def settings_from(settings: Callable[..., T], args: argparse.Namespace, **given:
 
 
 def add_log_level(parser: Any, settings: type[Any], help_text: str) -> None:
-    setting(parser, settings, "--log-level", f"{help_text} (default: %(default)s)",
-            choices=LOG_LEVELS)  # fmt: skip
+    setting(parser, settings, "--log-level", help_text, choices=LOG_LEVELS)
 
 
 def _checked(convert: Callable[[str], T], ok: Callable[[T], bool], want: str) -> Callable[[str], T]:

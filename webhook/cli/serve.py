@@ -93,8 +93,6 @@ def register(subparsers: Any) -> None:
 
     def limit(flag: str, help_text: str, kind: Any = flags.positive_float) -> None:
         metavar = "N" if kind is flags.positive_int else "SECONDS"
-        if "(default:" not in help_text:
-            help_text += " (default: %(default)s)"
         flags.setting(limits, ServerConfig, flag, help_text, type=kind, metavar=metavar)
 
     mib = flags.default_of(ServerConfig, "max_body_bytes") / 2**20

@@ -38,8 +38,6 @@ def register(subparsers: Any) -> None:
 
     def setting(flag: str, help_text: str, field: str = "", **options: Any) -> None:
         options.setdefault("metavar", "N")
-        if "%(default)s" not in help_text:
-            help_text += " (default: %(default)s)"
         flags.setting(parser, WriterSettings, flag, help_text, field, **options)
 
     setting("--lease-name", "Lease name", metavar="NAME")

@@ -24,6 +24,8 @@ DELETED: Final = (
     "FeedbackStore deleted: the agents that reference it lose their store, and its scores "
     "their gate"
 )
+# A FeedbackStore `--previous` matches by name: its source, its node and the store.
+_Named = tuple[str, yaml.Node | None, dict[str, Any]]
 
 
 def register(subparsers: Any) -> None:
@@ -125,32 +127,27 @@ def change_warnings(
     before = _by_label([each for each in read if isinstance(each, Document)])
     now = _by_label(current)
     warnings: list[ChangeWarning] = []
-    for label, (old_document, old_node, old) in before.items():
+    for label, (old_source, old_node, old) in before.items():
         if label not in now:
-            place = locate(old_node, "")
-            warnings.append(ChangeWarning(old_document.source, place, label, "", DELETED))
+            warnings.append(ChangeWarning(old_source, locate(old_node, ""), label, "", DELETED))
             continue
-        document, node, new = now[label]
+        source, node, new = now[label]
         spec = new.get("spec")
         changes = spec_changes(old.get("spec"), spec)
-        for change, field in zip(changes, changed_fields(changes, spec), strict=True):
-            warnings.append(
-                ChangeWarning(
-                    document.source, locate(node, field), label, field, change_sentence(change)
-                )
-            )
+        warnings += [
+            ChangeWarning(source, locate(node, field), label, field, change_sentence(change))
+            for change, field in zip(changes, changed_fields(changes, spec), strict=True)
+        ]
     return warnings, [each for each in read if isinstance(each, ReadError)]
 
 
-def _by_label(
-    documents: Sequence[Document],
-) -> dict[str, tuple[Document, yaml.Node | None, dict[str, Any]]]:
-    """Each named FeedbackStore by `namespace/name` (the first of a name wins), with its node."""
-    found: dict[str, tuple[Document, yaml.Node | None, dict[str, Any]]] = {}
+def _by_label(documents: Sequence[Document]) -> dict[str, _Named]:
+    """Each named FeedbackStore by `namespace/name` (the first of a name wins)."""
+    found: dict[str, _Named] = {}
     for document in documents:
         for store, node in objects(document.content, document.node):
             if isinstance(store, dict) and is_feedbackstore(store) and (label := _label(store)):
-                found.setdefault(label, (document, node, store))
+                found.setdefault(label, (document.source, node, store))
     return found
 
 

@@ -147,8 +147,7 @@ def junit(report: Report, changes: Changes) -> bytes:
             file=result.source,
             line=str(result.position("").line),
         )
-        problems = result.problem_entries()
-        if not result.valid:
+        if problems := result.problem_entries():
             count = counted(len(problems), "problem")
             failure = ET.SubElement(case, "failure", message=count, type="FeedbackStoreInvalid")
             failure.text = "\n".join(_junit_line(result, e) for e in problems)

@@ -10,10 +10,9 @@ import yaml
 
 from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
 from webhook.cli.manifest_files import ReadError
-from webhook.rules import messages
 from webhook.rules.field_errors import ErrorType
 from webhook.rules.manifest import ManifestVerdict
-from webhook.rules.messages import counted
+from webhook.rules.messages import counted, more_problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +110,7 @@ class Result:
             for p in verdict.problems
         ]
         if verdict.omitted:
-            message = messages.more_problems(verdict.omitted)
+            message = more_problems(verdict.omitted)
             entries.append(Entry("spec", "Omitted", message, self.position("spec")))
         if self.warnings_are_errors:
             entries.extend(self.warning_entries())
@@ -163,9 +162,8 @@ class Report:
 
 
 def summary(report: Report) -> str:
-    checked = len(report.results)
     text = (
-        f"{counted(checked, 'FeedbackStore')} checked, {report.invalid} invalid, "
+        f"{counted(len(report.results), 'FeedbackStore')} checked, {report.invalid} invalid, "
         f"{counted(report.skipped, 'other document')} skipped"
     )
     if report.errors:

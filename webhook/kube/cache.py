@@ -27,14 +27,13 @@ def resource_version(obj: dict[str, Any]) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def trimmed(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object without `metadata.managedFields`, which the writer never reads.
+def _strip_managed_fields(obj: dict[str, Any]) -> None:
+    """Drops `metadata.managedFields`, which the writer never reads.
 
     They are over half of a decoded object (bench/README.md); dropped at the cache's door as
     controller-runtime's `TransformStripManagedFields` does (the object is freshly decoded, ours).
     """
     metadata_of(obj).pop("managedFields", None)
-    return obj
 
 
 class ObjectCache:
@@ -47,7 +46,7 @@ class ObjectCache:
             return self._objects.get(key)
 
     def put(self, key: Key, obj: dict[str, Any]) -> None:
-        trimmed(obj)
+        _strip_managed_fields(obj)
         with self._lock:
             self._objects[key] = obj
 
@@ -56,7 +55,7 @@ class ObjectCache:
 
         Else a resync before the watch echoes our write would write the same condition again.
         """
-        trimmed(obj)
+        _strip_managed_fields(obj)
         with self._lock:
             current = self._objects.get(key)
             if current is None or resource_version(current) != seen_version:

@@ -161,11 +161,8 @@ class Informer:
     def _list(self) -> str:
         listed = self._api.list()
         version = listed.resource_version
-        fresh: dict[Key, dict[str, Any]] = {}
-        for item in listed.items:
-            key = object_key(item)
-            if key is not None:
-                fresh[key] = item
+        keyed = ((object_key(item), item) for item in listed.items)
+        fresh = {key: item for key, item in keyed if key is not None}
         for gone in self._known - fresh.keys():
             self._on_delete(gone)
         self._known = set(fresh)

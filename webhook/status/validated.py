@@ -36,9 +36,7 @@ def verdict_fields(verdict: Verdict) -> tuple[str, str, str]:
 def observed_generation(obj: dict[str, Any]) -> int | None:
     """`metadata.generation` when it is a usable int64, else None (left out of the condition)."""
     generation = metadata_of(obj).get("generation")
-    if type(generation) is int and 0 <= generation < 2**63:
-        return generation
-    return None
+    return generation if type(generation) is int and 0 <= generation < 2**63 else None
 
 
 def current_condition(obj: dict[str, Any]) -> dict[str, Any] | None:

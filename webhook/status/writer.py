@@ -185,13 +185,14 @@ class StatusWriter:
                 extra={"fields": _where(key)},
             )
             return Outcome("retry", 0.0)
+        wait = retry_after(error)
+        if code == http.HTTPStatus.TOO_MANY_REQUESTS and wait > 0:
+            # Held before the failure is counted: whoever sees it counted sees every write held.
+            with self._lock:
+                self._held_until = max(self._held_until, time.monotonic() + wait)
         self._metrics.writes.labels("error").inc()
         fields = {**_where(key), "status": code, "error": error_text(error)}
         log.warning("status write failed; retrying after backoff", extra={"fields": fields})
-        wait = retry_after(error)
-        if code == http.HTTPStatus.TOO_MANY_REQUESTS and wait > 0:
-            with self._lock:
-                self._held_until = max(self._held_until, time.monotonic() + wait)
         return Outcome("retry", wait)
 
     def _track_validity(self, key: Key, valid: bool) -> None:

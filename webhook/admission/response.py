@@ -13,6 +13,7 @@ from webhook.admission.audit import audit_annotations
 from webhook.admission.decision import Decision
 from webhook.admission.denial import invalid_status
 from webhook.admission.envelope import REVIEW_KIND, AdmissionRequest, AdmissionReview
+from webhook.kube.objects import metadata_of
 
 
 def review_answer(review: AdmissionReview, decision: Decision) -> dict[str, Any]:
@@ -36,7 +37,5 @@ def subject_name(request: AdmissionRequest) -> str:
     """
     if request.name:
         return request.name
-    obj = request.object
-    metadata = obj.get("metadata") if type(obj) is dict else None
-    name = metadata.get("name") if type(metadata) is dict else None
+    name = metadata_of(request.object).get("name")
     return name if type(name) is str else ""

@@ -15,6 +15,7 @@ from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
 from webhook.cli.manifest_files import Document, ReadError, objects, read_all
 from webhook.cli.validate_output import RENDERERS
 from webhook.cli.validate_report import ChangeWarning, Report, Result, locate
+from webhook.kube.objects import metadata_of
 from webhook.rules.manifest import check_manifest, is_feedbackstore
 
 # Set by `kustomize build` with `buildMetadata: [originAnnotations]`: a YAML mapping whose `path`
@@ -100,8 +101,7 @@ def _check(
 
 
 def origin(manifest: dict[str, Any]) -> str | None:
-    metadata = manifest.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    annotations = metadata_of(manifest).get("annotations")
     text = annotations.get(ORIGIN_ANNOTATION) if isinstance(annotations, dict) else None
     try:
         value: Any = yaml.safe_load(text) if isinstance(text, str) else None
@@ -152,8 +152,7 @@ def _by_label(documents: Sequence[Document]) -> dict[str, _Named]:
 
 
 def _label(store: dict[str, Any]) -> str | None:
-    metadata = store.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
+    metadata = metadata_of(store)
     name, namespace = metadata.get("name"), metadata.get("namespace")
     if not isinstance(name, str) or not name:
         return None

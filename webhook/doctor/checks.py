@@ -13,14 +13,13 @@ from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot
 from webhook.doctor.stores import check_held, check_stores
 from webhook.kube.leader import read_record
 from webhook.kube.objects import find_condition
-from webhook.kube.settings import ElectionSettings
+from webhook.kube.settings import LEASE_DURATION
 from webhook.kube.timestamps import parse_time
 from webhook.rules import api, validate_spec
 
 CRD: Final = "crd"
 ENDPOINTS: Final = "service-endpoints"
 LEASE: Final = "status-writer-lease"
-DEFAULT_LEASE_DURATION: Final = ElectionSettings(identity="").lease_duration
 _INSTALL_CRD: Final = "kubectl apply --server-side -k manifests/crd"
 _ENDPOINTS_NEEDS: Final = "get services, list endpointslices"
 PROBE: Final = "webhook-answers"
@@ -244,7 +243,7 @@ def check_lease(lease: Fetched, lease_ref: str, now: dt.datetime) -> CheckResult
     renewed = parse_time(record.renew_time)
     if renewed is None:
         return fail(LEASE, f"Lease {lease_ref} held by {record.holder} was never renewed", look)
-    duration = record.duration or DEFAULT_LEASE_DURATION
+    duration = record.duration or LEASE_DURATION
     age = (now - renewed).total_seconds()
     if age > duration:
         return fail(

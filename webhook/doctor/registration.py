@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
+from webhook.kube.objects import metadata_of
 from webhook.rules import api
 
 REGISTRATION: Final = "webhook-configuration"
@@ -212,8 +213,7 @@ def _selector_verdict(target: Target, namespaces: Mapping[str, Fetched]) -> Judg
 def _labels(name: str, namespace: Fetched) -> dict[str, str]:
     """A namespace's labels; kube-apiserver always sets the name label, so start from it."""
     labels: dict[str, str] = {NAMESPACE_NAME_LABEL: name}
-    metadata = namespace.get("metadata") if isinstance(namespace, dict) else None
-    found = metadata.get("labels") if isinstance(metadata, dict) else None
+    found = metadata_of(namespace).get("labels")
     if isinstance(found, dict):
         labels.update({str(k): str(v) for k, v in found.items()})
     return labels

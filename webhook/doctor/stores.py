@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, fail, ok, refused, skip, warn
 from webhook.doctor.snapshot import FetchedList, Unreadable
-from webhook.kube.objects import deletion_in_progress, has_finalizer
+from webhook.kube.objects import deletion_in_progress, has_finalizer, metadata_of
 from webhook.rules import api, inuse
 from webhook.rules.messages import counted
 from webhook.status.usage import current_in_use
@@ -99,7 +99,7 @@ def check_held(stores: FetchedList, *, writer_leads: bool) -> CheckResult:
 def remove_command(store: dict[str, Any]) -> str:
     """For an admin whose writer is gone for good: a JSON patch removing our finalizer alone,
     guarded by a `test` of its position."""
-    metadata = store.get("metadata") or {}
+    metadata = metadata_of(store)
     path = f"/metadata/finalizers/{list(metadata.get('finalizers') or []).index(inuse.FINALIZER)}"
     patch = json.dumps(
         [{"op": "test", "path": path, "value": inuse.FINALIZER}, {"op": "remove", "path": path}],
@@ -123,8 +123,7 @@ def _count(stores: Sequence[object]) -> str:
 def _few(stores: Sequence[dict[str, Any]]) -> str:
     labels = []
     for store in stores[:SHOWN]:
-        metadata = store.get("metadata")
-        metadata = metadata if isinstance(metadata, dict) else {}
+        metadata = metadata_of(store)
         labels.append(f"{metadata.get('namespace')}/{metadata.get('name')}")
     more = len(stores) - SHOWN
     return ", ".join(labels) + (f", and {more} more" if more > 0 else "")

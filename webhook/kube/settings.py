@@ -13,12 +13,14 @@ PAGE_SIZE: Final = 500
 # A work-queue key's retries: from this delay, doubling per failure, up to the cap.
 RETRY_INITIAL: Final = 0.05
 RETRY_CAP: Final = 30.0
+# Seconds a Lease holds once renewed: client-go's leader election default.
+LEASE_DURATION: Final = 15
 
 
 @dataclass(slots=True)
 class ElectionSettings:
     identity: str
-    lease_duration: int = 15
+    lease_duration: int = LEASE_DURATION
     renew_deadline: float = 10.0
     retry_period: float = 2.0
 

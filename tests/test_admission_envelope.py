@@ -40,21 +40,21 @@ def test_the_upstream_round_trip_fixture_parses_with_every_field(api_version: st
     request = review.request
     assert review.api_version == api_version
     assert request.uid == "uidValue"
-    assert (request.kind.group, request.kind.version, request.kind.kind) == (
+    assert (request.kind["group"], request.kind["version"], request.kind["kind"]) == (
         "groupValue", "versionValue", "kindValue",
     )  # fmt: skip
-    assert request.resource.resource == "resourceValue"
+    assert request.resource["resource"] == "resourceValue"
     assert request.sub_resource == "subResourceValue"
     assert request.request_kind is not None
-    assert request.request_kind.kind == "kindValue"
+    assert request.request_kind["kind"] == "kindValue"
     assert request.request_resource is not None
-    assert request.request_resource.resource == "resourceValue"
+    assert request.request_resource["resource"] == "resourceValue"
     assert request.request_sub_resource == "requestSubResourceValue"
     assert (request.name, request.namespace) == ("nameValue", "namespaceValue")
     assert request.operation == "operationValue"
-    assert request.user_info.username == "usernameValue"
-    assert request.user_info.groups == ["groupsValue"]
-    assert request.user_info.extra == {"extraKey": ["extraValue"]}
+    assert request.user_info["username"] == "usernameValue"
+    assert request.user_info["groups"] == ["groupsValue"]
+    assert request.user_info["extra"] == {"extraKey": ["extraValue"]}
     assert request.object["kind"] == "CustomType"
     assert request.old_object["spec"] == {"replicas": 1}
     assert request.dry_run is True
@@ -74,7 +74,7 @@ def test_a_full_kube_apiserver_request_parses_with_null_old_object() -> None:
     review = decode_review(orjson.dumps(sent))
     assert review.request.old_object is None
     assert review.request.object == sent["request"]["object"]
-    assert review.request.user_info.extra == sent["request"]["userInfo"]["extra"]
+    assert review.request.user_info["extra"] == sent["request"]["userInfo"]["extra"]
 
 
 def test_fields_a_newer_api_server_adds_are_ignored() -> None:

@@ -64,7 +64,7 @@ class Decision(NamedTuple):
 def decide(request: AdmissionRequest) -> Decision:
     """Apply SPEC §3's operation rules to one admission request."""
     resource = request.resource
-    if resource.group != api.GROUP or resource.resource != api.PLURAL:
+    if resource.get("group") != api.GROUP or resource.get("resource") != api.PLURAL:
         return Decision(True, Why.FOREIGN_RESOURCE, warnings=(_foreign_warning(resource),))
     if request.sub_resource:
         return Decision(True, Why.SUBRESOURCE)
@@ -128,5 +128,5 @@ def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
 
 
 def _foreign_warning(resource: GroupVersionResource) -> str:
-    target = shorten(f"{resource.group}/{resource.resource}", _SHOWN_IDENTIFIER)
-    return shorten(messages.warn_foreign_resource(quote(target)))
+    target = f"{resource.get('group', '')}/{resource.get('resource', '')}"
+    return shorten(messages.warn_foreign_resource(quote(shorten(target, _SHOWN_IDENTIFIER))))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict  # typing's, for pydantic, from Python 3.12
 
 ApiVersion = Literal["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]
 ReviewKind = Literal["AdmissionReview"]
@@ -24,23 +25,26 @@ class _Envelope(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
 
-class GroupVersionKind(_Envelope):
-    group: str = ""
-    version: str = ""
-    kind: str = ""
+# The request's small records, sent with every review, are TypedDicts: checked by the same
+# strict config as the model holding them, read as the maps they are (`.get(key, "")`),
+# without a model instance each (bench/README.md, "Issue 15: the envelope's records").
+class GroupVersionKind(TypedDict, total=False):
+    group: str
+    version: str
+    kind: str
 
 
-class GroupVersionResource(_Envelope):
-    group: str = ""
-    version: str = ""
-    resource: str = ""
+class GroupVersionResource(TypedDict, total=False):
+    group: str
+    version: str
+    resource: str
 
 
-class UserInfo(_Envelope):
-    username: str = ""
-    uid: str = ""
-    groups: list[str] | None = None
-    extra: dict[str, list[str] | None] | None = None
+class UserInfo(TypedDict, total=False):
+    username: str
+    uid: str
+    groups: list[str] | None
+    extra: dict[str, list[str] | None] | None
 
 
 class StatusCause(_Envelope):
@@ -91,8 +95,8 @@ class AdmissionResponse(_Envelope):
 
 class AdmissionRequest(_Envelope):
     uid: str = Field(min_length=1)
-    kind: GroupVersionKind = GroupVersionKind()
-    resource: GroupVersionResource = GroupVersionResource()
+    kind: GroupVersionKind = Field(default_factory=GroupVersionKind)
+    resource: GroupVersionResource = Field(default_factory=GroupVersionResource)
     sub_resource: str = Field(default="", alias="subResource")
     request_kind: GroupVersionKind | None = Field(default=None, alias="requestKind")
     request_resource: GroupVersionResource | None = Field(default=None, alias="requestResource")
@@ -100,7 +104,7 @@ class AdmissionRequest(_Envelope):
     name: str = ""
     namespace: str = ""
     operation: str = ""
-    user_info: UserInfo = Field(default=UserInfo(), alias="userInfo")
+    user_info: UserInfo = Field(default_factory=UserInfo, alias="userInfo")
     object: Any = None
     old_object: Any = Field(default=None, alias="oldObject")
     dry_run: bool | None = Field(default=None, alias="dryRun")

@@ -167,14 +167,14 @@ class AdmissionEndpoint:
 
 def _record(request: AdmissionRequest, decision: Decision) -> None:
     """One log line: a denial, an invalid spec let through, or a misdirected request."""
-    verdict = decision.verdict
+    verdict, resource = decision.verdict, request.resource
     fields: dict[str, Any] = {
         "uid": request.uid,
         "operation": request.operation,
-        "resource": f"{request.resource.resource}.{request.resource.group}",
+        "resource": f"{resource.get('resource', '')}.{resource.get('group', '')}",
         "namespace": request.namespace,
         "name": subject_name(request),
-        "user": request.user_info.username,
+        "user": request.user_info.get("username", ""),
         "dry_run": bool(request.dry_run),
         "why": decision.why,  # a StrEnum: orjson writes its value
     }

@@ -25,9 +25,8 @@ class _Envelope(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
 
-# The request's small records, sent with every review, are TypedDicts: checked by the same
-# strict config as the model holding them, read as the maps they are (`.get(key, "")`),
-# without a model instance each (bench/README.md, "Issue 15: the envelope's records").
+# The request's small records (five a review) are TypedDicts, checked by the request's strict
+# config and read with `.get`: no model instance each (bench/README.md, "Issue 15: records").
 class GroupVersionKind(TypedDict, total=False):
     group: str
     version: str

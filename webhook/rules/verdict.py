@@ -42,8 +42,7 @@ class Verdict(NamedTuple):
     """The outcome for one object: problems (blocking) and warnings (advisory).
 
     `omitted` counts problems found beyond the first MAX_RECORDED_PROBLEMS,
-    which are counted but not kept. A named tuple, as `Decision` is: immutable,
-    and cheaper to build once per review than a frozen dataclass.
+    which are counted but not kept. A named tuple, as `Decision` is.
     """
 
     problems: tuple[Problem, ...] = ()

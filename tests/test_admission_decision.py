@@ -166,6 +166,16 @@ def test_a_foreign_resource_warning_names_it_and_the_fix() -> None:
     ]
 
 
+def test_a_review_without_resource_or_user_is_allowed_as_a_foreign_resource() -> None:
+    sent = create(valid_spec())
+    del sent["request"]["resource"], sent["request"]["userInfo"]
+    response, why = answer(sent)
+    assert (response["allowed"], why) == (True, Why.FOREIGN_RESOURCE)
+    assert response["warnings"] == [
+        '"/" is not feedbackstores.agents.ctxmesh.ai: allowed unchecked; fix the webhook\'s rules'
+    ]
+
+
 def test_a_hostile_operation_name_is_cut_in_the_warning() -> None:
     response, _ = answer(review("X" * 10_000, feedbackstore(valid_spec())))
     assert len(response["warnings"]) == 1

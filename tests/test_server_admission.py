@@ -269,6 +269,21 @@ async def test_a_denial_is_one_json_log_line_without_the_object(
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["time"])
 
 
+async def test_a_review_without_resource_or_user_is_logged_as_misdirected_with_empty_fields(
+    webhook: Webhook, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="feedbackstore")
+    sent = create(valid_spec())
+    del sent["request"]["resource"], sent["request"]["userInfo"]
+    await admitted(webhook, sent)
+    records = [r for r in caplog.records if r.name.endswith("admission")]
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("WARNING", "allowed without checking")
+    ]
+    entry = orjson.loads(JsonFormatter().format(records[0]))
+    assert (entry["resource"], entry["user"], entry["why"]) == (".", "", "foreign_resource")
+
+
 async def test_a_bad_request_is_one_warning_log_line(
     webhook: Webhook, caplog: pytest.LogCaptureFixture
 ) -> None:

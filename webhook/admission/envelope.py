@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
-from typing_extensions import TypedDict  # typing's, for pydantic, from Python 3.12
+from typing_extensions import TypedDict  # pydantic takes typing's only from Python 3.12
 
 ApiVersion = Literal["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]
 ReviewKind = Literal["AdmissionReview"]

@@ -144,19 +144,18 @@ def refused_at_tls(server: WebhookServer, name: str) -> re.Pattern[str]:
     its certificate, so the refusal reaches kube-apiserver either as the end of
     the stream (`EOF`), as a reset while it wrote the request or read the
     answer, or (rarely: its own connection closed under it meanwhile) as `use of
-    closed network connection`. All four were seen on the real server; nothing
-    else may appear.
+    closed network connection`, bare or after the `write tcp A->B:` of the write
+    it failed. All were seen on the real server; nothing else may appear.
     """
     prefix = (
         f'Error from server (InternalError): error when creating "STDIN": Internal error '
         f'occurred: failed calling webhook "validate.feedbackstores.agents.ctxmesh.ai": failed '
         f'to call webhook: Post "https://127.0.0.1:{server.port}/validate?timeout=5s": '
     )
-    reset = (
-        rf"(read|write) tcp 127\.0\.0\.1:\d+->127\.0\.0\.1:{server.port}: "
-        r"(read|write): connection reset by peer"
-    )
-    return re.compile(re.escape(prefix) + rf"(EOF|{reset}|use of closed network connection)\n")
+    socket = rf"(read|write) tcp 127\.0\.0\.1:\d+->127\.0\.0\.1:{server.port}: "
+    reset = rf"{socket}(read|write): connection reset by peer"
+    closed = rf"({socket})?use of closed network connection"
+    return re.compile(re.escape(prefix) + rf"(EOF|{reset}|{closed})\n")
 
 
 def direct(server: WebhookServer, pair: pki.Pair | None, directory: pathlib.Path) -> bytes:

@@ -317,3 +317,27 @@ async def test_a_body_that_stalls_gets_a_408_and_the_server_keeps_serving(
     assert await asyncio.wait_for(reader.read(), 10)  # the JSON Status, then the close
     writer.close()
     assert (await admitted(webhook, create(valid_spec())))["allowed"] is True
+
+
+async def test_a_client_that_leaves_mid_body_is_not_an_internal_error(
+    webhook: Webhook, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="feedbackstore")
+    _reader, writer = await _tls_connection(webhook.port, client_context(webhook.ca))
+    writer.write(
+        f"POST /validate HTTP/1.1\r\nHost: {SERVICE_DNS}\r\nContent-Type: application/json\r\n"
+        'Content-Length: 1000\r\n\r\n{"apiVersion":'.encode()
+    )
+    await writer.drain()
+    writer.close()
+    await writer.wait_closed()
+    assert (await admitted(webhook, create(valid_spec())))["allowed"] is True
+    await asyncio.sleep(0.2)
+    records = [r for r in caplog.records if r.name.endswith("admission")]
+    assert [(r.levelname, r.getMessage()) for r in records] == [("WARNING", "bad request")]
+    entry = orjson.loads(JsonFormatter().format(records[0]))
+    assert (entry["status"], entry["reason"]) == (400, "incomplete_body")
+    counter = "feedbackstore_webhook_admission_requests_total"
+    assert await webhook.client.metric(f'{counter}{{operation="OTHER",verdict="error"}}') == 0.0
+    sample = 'feedbackstore_webhook_bad_requests_total{reason="incomplete_body"}'
+    assert await webhook.client.metric(sample) == 1.0

@@ -18,11 +18,11 @@ from tests.admission_support.fixtures import (  # noqa: F401 (fixtures)
     _start_webhook,
     _webhook,
 )
-from tests.admission_support.reviews import V1BETA1, create, valid_spec
+from tests.admission_support.reviews import V1BETA1, create, duplicate_spec, valid_spec
 from webhook.server import admission_endpoint
 
 
-def _broken(request: object) -> NoReturn:
+def _broken(*_: object) -> NoReturn:
     raise RuntimeError("the verdict broke")
 
 
@@ -57,6 +57,21 @@ async def test_a_fault_in_the_verdict_is_an_admission_review_with_code_500(
     assert await webhook.client.metric(sample) == 1.0
     monkeypatch.undo()
     assert accepted_answer(sent, *await webhook.client.review(sent))["allowed"] is True
+
+
+async def test_a_fault_while_logging_a_denial_is_answered_in_the_protocol_and_counted_once(
+    webhook: Webhook, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(admission_endpoint, "_record", _broken)
+    sent = create(duplicate_spec())
+    response = accepted_answer(sent, *await webhook.client.review(sent))
+    assert (response["uid"], response["allowed"]) == (sent["request"]["uid"], False)
+    assert response["status"]["code"] == 500
+    assert len([r for r in caplog.records if r.levelno >= logging.ERROR]) == 1
+    counter = "feedbackstore_webhook_admission_requests_total"
+    assert await webhook.client.metric(f'{counter}{{operation="CREATE",verdict="error"}}') == 1.0
+    assert await webhook.client.metric(f'{counter}{{operation="CREATE",verdict="denied"}}') == 0.0
+    assert await webhook.client.metric(f'{counter}{{operation="OTHER",verdict="error"}}') == 0.0
 
 
 async def test_a_fault_before_the_review_is_read_is_a_json_status_500(

@@ -53,6 +53,7 @@ def object_required(operation: str) -> str:
 
 # 405, 415, 408, 413: refused before the body is decoded.
 MSG_USE_POST: Final = "use POST"
+MSG_INCOMPLETE_BODY: Final = "the connection closed before the request body was complete"
 
 
 def unsupported_media_type(expected: str, got: str) -> str:

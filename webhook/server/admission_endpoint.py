@@ -111,6 +111,9 @@ class AdmissionEndpoint:
         except TimeoutError:
             message = messages.body_timeout(self._body_timeout)
             return self._refuse(request, 408, "body_timeout", message, close=True)
+        except ConnectionError:
+            # The client hung up mid-body: its fault, and nobody is left to read the answer.
+            return self._refuse(request, 400, "incomplete_body", messages.MSG_INCOMPLETE_BODY)
         return self._answer(request, body)
 
     def _answer(self, request: web.Request, body: bytes) -> web.Response:
@@ -121,13 +124,13 @@ class AdmissionEndpoint:
         try:
             decision = decide(review.request)
             answer = orjson.dumps(review_answer(review, decision))
+            if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
+                _record(review.request, decision)
         except BadReviewError as error:
             return self._refuse(request, 400, error.reason.value, error.message)
-        except Exception as error:  # answered in the protocol
+        except Exception as error:  # answered in the protocol, counted once as an error
             return self._errored(review, error)
         self._metrics.count(review.request.operation, ALLOWED if decision.allowed else DENIED)
-        if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
-            _record(review.request, decision)
         return web.Response(body=answer, content_type=JSON)
 
     def _errored(self, review: AdmissionReview, error: Exception) -> web.Response:

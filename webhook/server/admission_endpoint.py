@@ -126,11 +126,11 @@ class AdmissionEndpoint:
             answer = orjson.dumps(review_answer(review, decision))
             if not decision.allowed or decision.why in _LOGGED_WHEN_ALLOWED:
                 _record(review.request, decision)
+            self._metrics.count(review.request.operation, ALLOWED if decision.allowed else DENIED)
         except BadReviewError as error:
             return self._refuse(request, 400, error.reason.value, error.message)
         except Exception as error:  # answered in the protocol, counted once as an error
             return self._errored(review, error)
-        self._metrics.count(review.request.operation, ALLOWED if decision.allowed else DENIED)
         return web.Response(body=answer, content_type=JSON)
 
     def _errored(self, review: AdmissionReview, error: Exception) -> web.Response:

@@ -137,7 +137,7 @@ def test_sigterm_stops_releases_the_lease_and_exits_0(
     assert "lease released" in messages
     assert "signal received; stopping" in messages
     written = [e for e in entries if e["msg"] == "condition written"]
-    assert {(e["namespace"], e["object"], e["status"]) for e in written} == {
+    assert {(e["namespace"], e["name"], e["status"]) for e in written} == {
         (NS, "good", "True"),
         (NS, "bad", "False"),
     }

@@ -233,7 +233,7 @@ class Informer:
             )
             return
         if log.isEnabledFor(logging.DEBUG):
-            fields = {"type": event.type, "namespace": key[0], "object": key[1]}
+            fields = {"type": event.type, "namespace": key[0], "name": key[1]}
             log.debug("watch event", extra={"fields": {**fields, "resourceVersion": self._version}})
         if event.type == "DELETED":
             self._known.discard(key)

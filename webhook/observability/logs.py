@@ -57,23 +57,6 @@ class _Enqueue(logging.handlers.QueueHandler):
         return record
 
 
-class _PollingListener(logging.handlers.QueueListener):
-    """Takes what is queued every 10 ms: a blocked `get()` costs a futex wake per line on the loop.
-
-    A shortcut for speed: bench/README.md, "Issue 15: the log listener polls".
-    """
-
-    def dequeue(self, block: bool) -> logging.LogRecord:
-        records: queue.SimpleQueue[logging.LogRecord] = self.queue  # type: ignore[assignment]
-        while True:
-            try:
-                return records.get_nowait()
-            except queue.Empty:
-                if not block:
-                    raise
-                time.sleep(0.01)
-
-
 _listener: logging.handlers.QueueListener | None = None
 
 
@@ -87,7 +70,7 @@ def configure(level: str, stream: TextIO | None = None, *, quiet: Iterable[str] 
     records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     writer = logging.StreamHandler(stream if stream is not None else sys.stderr)
     writer.setFormatter(JsonFormatter())
-    _listener = _PollingListener(records, writer)
+    _listener = logging.handlers.QueueListener(records, writer)
     _listener.start()
     root = logging.getLogger()
     root.handlers[:] = [_Enqueue(records)]

@@ -156,7 +156,7 @@ class EventRecorder:
             )
         except Exception as error:  # best effort (a namespace being deleted refuses Events)
             self._metrics.events.labels(change.reason, "error").inc()
-            where = {"namespace": metadata["namespace"], "object": metadata["name"]}
+            where = {"namespace": metadata["namespace"], "name": metadata["name"]}
             fields = {**where, "reason": change.reason, "error": error_text(error)}
             log.warning("event not recorded", extra={"fields": fields})
             return

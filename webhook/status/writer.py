@@ -206,4 +206,4 @@ class StatusWriter:
 
 
 def _where(key: Key) -> dict[str, str]:
-    return {"namespace": key[0], "object": key[1]}
+    return {"namespace": key[0], "name": key[1]}

@@ -115,12 +115,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(settings: WriterSettings, api_client: Any) -> int:
-    import logging
-
+    from webhook.observability.logs import logger
     from webhook.status.controller import StatusController
     from webhook.status.health import HealthServer
 
-    log = logging.getLogger("feedbackstore.status")
+    log = logger("status")
     controller = StatusController(api_client, settings)
     stop = threading.Event()
 

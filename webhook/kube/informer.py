@@ -29,8 +29,9 @@ from webhook.kube.client import (
 )
 from webhook.kube.settings import InformerSettings
 from webhook.kube.workqueue import Backoff
+from webhook.observability.logs import logger
 
-log = logging.getLogger("feedbackstore.kube.informer")
+log = logger("kube.informer")
 
 # A watch that ran this long, or delivered an event, was healthy: it resumes at once.
 _HEALTHY_WATCH_SECONDS = 1.0

@@ -6,7 +6,6 @@ Not the client's `leaderelection`: it cannot release, and writes times with `iso
 from __future__ import annotations
 
 import http
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -20,8 +19,9 @@ from webhook.kube.client import LeaseApi, error_text, status_code
 from webhook.kube.objects import metadata_of
 from webhook.kube.settings import ElectionSettings
 from webhook.kube.timestamps import micro_time, utc_now
+from webhook.observability.logs import logger
 
-log = logging.getLogger("feedbackstore.kube.leader")
+log = logger("kube.leader")
 
 
 class ElectionMetrics(Protocol):

@@ -5,17 +5,18 @@ Defaults 50/100, as Kubernetes' own controllers in v1.37 (client-go's bare 5/10 
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit
 
+from webhook.observability.logs import logger
+
 if TYPE_CHECKING:  # the CLI reads the defaults below without importing the client
     from kubernetes.client import ApiClient
 
-log = logging.getLogger("feedbackstore.kube.ratelimit")
+log = logger("kube.ratelimit")
 
 DEFAULT_QPS: Final = 50.0
 DEFAULT_BURST: Final = 100

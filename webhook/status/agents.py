@@ -6,7 +6,6 @@ synced yet is `None` and decides nothing (SPEC §7: no finalizer is removed on i
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -18,11 +17,12 @@ from webhook.kube.client import CollectionApi, error_text, status_code
 from webhook.kube.informer import Informer
 from webhook.kube.settings import InformerSettings
 from webhook.kube.workqueue import WorkQueue
+from webhook.observability.logs import logger
 from webhook.rules import inuse
 from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference
 from webhook.status.writer_metrics import WriterMetrics
 
-log = logging.getLogger("feedbackstore.status.agents")
+log = logger("status.agents")
 
 
 class AgentView:

@@ -5,7 +5,6 @@ standby that takes over has nothing to catch up on, but only the Lease holder wr
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +18,7 @@ from webhook.kube.informer import Informer
 from webhook.kube.leader import LeaderElector
 from webhook.kube.ratelimit import TokenBucket, throttle
 from webhook.kube.workqueue import WorkQueue
+from webhook.observability.logs import logger
 from webhook.status.agents import AgentView
 from webhook.status.events import EventRecorder
 from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi
@@ -26,7 +26,7 @@ from webhook.status.settings import WriterSettings
 from webhook.status.writer import StatusWriter
 from webhook.status.writer_metrics import WriterMetrics
 
-log = logging.getLogger("feedbackstore.status.controller")
+log = logger("status.controller")
 
 
 class StatusController:

@@ -5,7 +5,6 @@ recorder: a failure is logged and counted, never retried; `EventLimit` bounds ea
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import OrderedDict
@@ -18,13 +17,14 @@ from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event
 
 from webhook.kube.client import REQUEST_TIMEOUT, error_text, read_json
 from webhook.kube.ratelimit import TokenBucket
+from webhook.observability.logs import logger
 from webhook.rules import Verdict, api, messages
 from webhook.rules.summary import summarize
 from webhook.status.kubeapi import FIELD_MANAGER
 from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
 from webhook.status.writer_metrics import WriterMetrics
 
-log = logging.getLogger("feedbackstore.status.events")
+log = logger("status.events")
 
 MAX_EVENT_MESSAGE: Final = 1024  # events.k8s.io caps `note` at 1 kB
 # Per object: this many Events at once, then one per EVENT_REFILL_SECONDS (client-go's figures).

@@ -6,7 +6,6 @@ transport errors: retry after the key's backoff (at least the server's `Retry-Af
 from __future__ import annotations
 
 import http
-import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from webhook.kube.client import error_text, retry_after, status_code
 from webhook.kube.objects import deletion_in_progress
 from webhook.kube.timestamps import utc_now
 from webhook.kube.workqueue import WorkQueue
+from webhook.observability.logs import logger
 from webhook.rules import inuse
 from webhook.status.events import NORMAL, EventRecorder, Transition, event_message, transition
 from webhook.status.kubeapi import FeedbackStoreApi
@@ -33,7 +33,7 @@ from webhook.status.usage import (
 from webhook.status.validated import StatusPlan, apply_configuration, plan_status
 from webhook.status.writer_metrics import WriterMetrics
 
-log = logging.getLogger("feedbackstore.status.writer")
+log = logger("status.writer")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Any
 from tests.emulator import ApiServerEmulator
 from webhook.rules import validate_feedbackstore
 from webhook.status.controller import StatusController
-from webhook.status.settings import WriterSettings
+from webhook.status.writer_settings import WriterSettings
 
 NS = "agents"
 FS_PATH = "/apis/agents.ctxmesh.ai/v1beta1"

@@ -14,7 +14,7 @@ from webhook.kube.leader import (
     read_record,
     released_spec,
 )
-from webhook.status.settings import holder_identity
+from webhook.status.writer_settings import holder_identity
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)  # zero microseconds on purpose
 STAMP = "2025-06-01T12:00:00.000000Z"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Final, NamedTuple
 
-from webhook import messages
+from webhook import replies
 from webhook.admission.change_warnings import change_warnings
 from webhook.admission.decode import BadReviewError, BadReviewReason
 from webhook.admission.deletion import delete_notice
@@ -75,11 +75,11 @@ def decide(request: AdmissionRequest) -> Decision:
     if operation == CONNECT:
         return Decision(True, Why.NOT_JUDGED_OPERATION)
     if operation not in (CREATE, UPDATE):
-        warning = messages.warn_unchecked_operation(quote(shorten(operation, _SHOWN_IDENTIFIER)))
+        warning = replies.warn_unchecked_operation(quote(shorten(operation, _SHOWN_IDENTIFIER)))
         return Decision(True, Why.UNKNOWN_OPERATION, warnings=(warning,))
     obj = request.object
     if obj is None:
-        raise BadReviewError(BadReviewReason.NO_OBJECT, messages.object_required(operation))
+        raise BadReviewError(BadReviewReason.NO_OBJECT, replies.object_required(operation))
     verdict = validate_feedbackstore(obj)
     if operation == UPDATE:
         exemption = _update_exemption(obj, request.old_object)
@@ -110,8 +110,8 @@ def _update_exemption(new: object, old: object) -> Why | None:
 
 
 _EXEMPTION_REASONS: Final = {
-    Why.UNCHANGED_SPEC: messages.EXEMPT_UNCHANGED_SPEC,
-    Why.TERMINATING: messages.EXEMPT_TERMINATING,
+    Why.UNCHANGED_SPEC: replies.EXEMPT_UNCHANGED_SPEC,
+    Why.TERMINATING: replies.EXEMPT_TERMINATING,
 }
 
 
@@ -120,7 +120,7 @@ def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
     if verdict.valid:
         return ()
     count = verdict.problem_count
-    headline = messages.warn_invalid_but_allowed(_EXEMPTION_REASONS[why], count)
+    headline = replies.warn_invalid_but_allowed(_EXEMPTION_REASONS[why], count)
     shown = [str(p) for p in verdict.problems[:_PROBLEMS_IN_WARNINGS]]
     if count > len(shown):
         shown.append(more_problems(count - len(shown)))
@@ -129,4 +129,4 @@ def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
 
 def _foreign_warning(resource: GroupVersionResource) -> str:
     target = f"{resource.get('group', '')}/{resource.get('resource', '')}"
-    return shorten(messages.warn_foreign_resource(quote(shorten(target, _SHOWN_IDENTIFIER))))
+    return shorten(replies.warn_foreign_resource(quote(shorten(target, _SHOWN_IDENTIFIER))))

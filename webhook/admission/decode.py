@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from webhook import messages
+from webhook import replies
 from webhook.admission.envelope import API_VERSIONS, REVIEW_KIND, AdmissionReview
 from webhook.rules.field_errors import format_value
 
@@ -52,10 +52,8 @@ def decode_review(body: bytes) -> AdmissionReview:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:
         if "depth limit" in str(error):
-            raise BadReviewError(
-                BadReviewReason.TOO_DEEP, messages.review_too_deep(error)
-            ) from None
-        raise BadReviewError(BadReviewReason.NOT_JSON, messages.review_not_json(error)) from None
+            raise BadReviewError(BadReviewReason.TOO_DEEP, replies.review_too_deep(error)) from None
+        raise BadReviewError(BadReviewReason.NOT_JSON, replies.review_not_json(error)) from None
     try:
         return AdmissionReview.model_validate(document)
     except ValidationError as error:
@@ -69,25 +67,23 @@ def _check_outline(document: Any) -> None:
     """Raise for an object, kind, apiVersion, request or uid that is missing or wrong."""
     if type(document) is not dict:
         raise BadReviewError(
-            BadReviewReason.NOT_OBJECT, messages.review_not_object(format_value(document))
+            BadReviewReason.NOT_OBJECT, replies.review_not_object(format_value(document))
         )
     kind, api_version = document.get("kind"), document.get("apiVersion")
     if kind != REVIEW_KIND or api_version not in API_VERSIONS:
         raise BadReviewError(
             BadReviewReason.NOT_ADMISSION_REVIEW,
-            messages.review_wrong_kind(
-                REVIEW_KIND, API_VERSIONS, _shown(kind), _shown(api_version)
-            ),
+            replies.review_wrong_kind(REVIEW_KIND, API_VERSIONS, _shown(kind), _shown(api_version)),
         )
     request = document.get("request")
     if request is None:
-        raise BadReviewError(BadReviewReason.NO_REQUEST, messages.MSG_NO_REQUEST)
+        raise BadReviewError(BadReviewReason.NO_REQUEST, replies.MSG_NO_REQUEST)
     if type(request) is not dict:
         raise BadReviewError(
-            BadReviewReason.WRONG_TYPE, messages.request_not_object(format_value(request))
+            BadReviewReason.WRONG_TYPE, replies.request_not_object(format_value(request))
         )
     if request.get("uid") in (None, ""):
-        raise BadReviewError(BadReviewReason.NO_UID, messages.MSG_NO_UID)
+        raise BadReviewError(BadReviewReason.NO_UID, replies.MSG_NO_UID)
 
 
 def _shown(value: object) -> str:
@@ -98,7 +94,7 @@ def _describe(error: ValidationError) -> str:
     """`path: what was expected` for the first few errors, without echoing the input."""
     details = error.errors(include_url=False, include_context=False, include_input=False)
     shown = [f"{_location(d['loc'])}: {d['msg']}" for d in details[:_MAX_ERRORS_SHOWN]]
-    return messages.review_invalid(shown, max(len(details) - _MAX_ERRORS_SHOWN, 0))
+    return replies.review_invalid(shown, max(len(details) - _MAX_ERRORS_SHOWN, 0))
 
 
 def _location(loc: tuple[int | str, ...]) -> str:

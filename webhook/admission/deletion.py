@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from webhook import messages
+from webhook import replies
 from webhook.admission.warnings import bounded
 from webhook.kube.objects import find_condition, has_finalizer
 from webhook.rules import inuse
@@ -38,8 +38,8 @@ def delete_notice(name: str, old_object: object) -> DeleteNotice:
     if condition.get("status") != "True":
         return DeleteNotice(NOT_IN_USE)
     message = condition.get("message")
-    shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else messages.IN_USE
-    headline = messages.delete_in_use(quote(name), shown)
+    shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else replies.IN_USE
+    headline = replies.delete_in_use(quote(name), shown)
     if has_finalizer(old_object, inuse.FINALIZER):
-        return DeleteNotice(DEFERRED, bounded([headline, messages.DELETE_DEFERRED]))
-    return DeleteNotice(UNPROTECTED, bounded([headline, messages.DELETE_UNPROTECTED]))
+        return DeleteNotice(DEFERRED, bounded([headline, replies.DELETE_DEFERRED]))
+    return DeleteNotice(UNPROTECTED, bounded([headline, replies.DELETE_UNPROTECTED]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from webhook import messages
+from webhook import replies
 from webhook.rules.summary import fit_lines
 
 # Kubernetes' guidance for a warning's length; longer ones are cut with "...".
@@ -31,5 +31,5 @@ def bounded(texts: Iterable[str]) -> tuple[str, ...]:
     if sum(map(len, lines)) <= MAX_WARNINGS_TOTAL:
         return tuple(lines)
     kept, dropped = fit_lines(lines, MAX_WARNINGS_TOTAL - _TAIL_RESERVE, separator="")
-    kept.append(messages.more_warnings(dropped))
+    kept.append(replies.more_warnings(dropped))
     return tuple(kept)

@@ -13,7 +13,7 @@ from types import FrameType
 from typing import Any
 
 from webhook.cli import EXIT_OK, EXIT_UNUSABLE, flags
-from webhook.status.settings import WriterSettings
+from webhook.status.writer_settings import WriterSettings
 
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 

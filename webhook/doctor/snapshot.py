@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from webhook.certs import defaults
-from webhook.status.settings import LEASE_NAME
+from webhook.status.writer_settings import LEASE_NAME
 
 # Kubernetes' canonical label on every namespace, and where the cluster's own system lives.
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"

@@ -3,7 +3,7 @@
 Every adapter (admission, status writer, CLI, CRD generator) reads these; a
 limit changed here changes everywhere, which is the point of keeping them in
 one place. The field names are the model's (`model.py`); what users read
-about all of it is in `webhook.messages`.
+about all of it is in `messages.py` here.
 """
 
 from typing import Final, Literal, get_args

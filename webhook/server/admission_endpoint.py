@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import orjson
 from aiohttp import web
 
-from webhook import messages
+from webhook import replies
 from webhook.admission import (
     AdmissionRequest,
     AdmissionReview,
@@ -71,7 +71,7 @@ class AdmissionEndpoint:
             _log.error(
                 "internal error", exc_info=error, extra={"fields": {"remote": request.remote}}
             )
-            response = refusal(500, messages.internal_error(error))
+            response = refusal(500, replies.internal_error(error))
         if self._lifecycle.shutting_down:
             # kube-apiserver keeps its connections to a pod alive through the Service's
             # ClusterIP after the pod has left the endpoints; closed only at exit, one it
@@ -85,9 +85,9 @@ class AdmissionEndpoint:
 
     async def _handle(self, request: web.Request) -> web.Response:
         if request.method != "POST":
-            return self._refuse(request, 405, "method_not_allowed", messages.MSG_USE_POST, "POST")
+            return self._refuse(request, 405, "method_not_allowed", replies.MSG_USE_POST, "POST")
         if request.content_type != JSON:
-            message = messages.unsupported_media_type(JSON, request.content_type[:64])
+            message = replies.unsupported_media_type(JSON, request.content_type[:64])
             return self._refuse(request, 415, "unsupported_media_type", message)
         content = request.content
         if not content.is_eof():
@@ -109,11 +109,11 @@ class AdmissionEndpoint:
         except web.HTTPRequestEntityTooLarge:
             return self._too_large(request)
         except TimeoutError:
-            message = messages.body_timeout(self._body_timeout)
+            message = replies.body_timeout(self._body_timeout)
             return self._refuse(request, 408, "body_timeout", message, close=True)
         except ConnectionError:
             # The client hung up mid-body: its fault, and nobody is left to read the answer.
-            return self._refuse(request, 400, "incomplete_body", messages.MSG_INCOMPLETE_BODY)
+            return self._refuse(request, 400, "incomplete_body", replies.MSG_INCOMPLETE_BODY)
         return self._answer(request, body)
 
     def _answer(self, request: web.Request, body: bytes) -> web.Response:
@@ -139,13 +139,13 @@ class AdmissionEndpoint:
         fields = {"uid": request.uid, "operation": request.operation,
                   "namespace": request.namespace, "name": request.name}  # fmt: skip
         _log.error("internal error", exc_info=error, extra={"fields": fields})
-        status = {"code": 500, "reason": "InternalError", "message": messages.internal_error(error)}
+        status = {"code": 500, "reason": "InternalError", "message": replies.internal_error(error)}
         response = {"uid": request.uid, "allowed": False, "status": status}
         answer = {"apiVersion": review.api_version, "kind": REVIEW_KIND, "response": response}
         return web.Response(body=orjson.dumps(answer), content_type=JSON)
 
     def _too_large(self, request: web.Request) -> web.Response:
-        message = messages.body_too_large(self._max_body_bytes)
+        message = replies.body_too_large(self._max_body_bytes)
         return self._refuse(request, 413, "too_large", message, close=True)
 
     def _refuse(

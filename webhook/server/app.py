@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from webhook import messages
+from webhook import replies
 from webhook.server.admission_endpoint import AdmissionEndpoint
 from webhook.server.certificate import ServingCertificate
 from webhook.server.config import ServerConfig
@@ -100,7 +100,7 @@ async def healthz(request: web.Request) -> web.Response:
     """Alive: the event loop answers."""
     if request.method not in ("GET", "HEAD"):
         return _get_only(request)
-    return web.Response(text=messages.PROBE_OK)
+    return web.Response(text=replies.PROBE_OK)
 
 
 async def readyz(request: web.Request) -> web.Response:
@@ -109,10 +109,10 @@ async def readyz(request: web.Request) -> web.Response:
         return _get_only(request)
     lifecycle = request.app[LIFECYCLE]
     if lifecycle.shutting_down:
-        return web.Response(status=503, text=messages.PROBE_SHUTTING_DOWN)
+        return web.Response(status=503, text=replies.PROBE_SHUTTING_DOWN)
     if not lifecycle.accepting:
-        return web.Response(status=503, text=messages.PROBE_NOT_ACCEPTING)
-    return web.Response(text=messages.PROBE_OK)
+        return web.Response(status=503, text=replies.PROBE_NOT_ACCEPTING)
+    return web.Response(text=replies.PROBE_OK)
 
 
 async def metrics_page(request: web.Request) -> web.Response:
@@ -124,9 +124,9 @@ async def metrics_page(request: web.Request) -> web.Response:
 
 async def not_found(request: web.Request) -> web.Response:
     request.app[METRICS].bad_requests.labels("not_found").inc()
-    return refusal(404, messages.no_endpoint(request.path)[:200])
+    return refusal(404, replies.no_endpoint(request.path)[:200])
 
 
 def _get_only(request: web.Request) -> web.Response:
     request.app[METRICS].bad_requests.labels("method_not_allowed").inc()
-    return refusal(405, messages.get_only(request.path), allow="GET, HEAD")
+    return refusal(405, replies.get_only(request.path), allow="GET, HEAD")

@@ -22,9 +22,9 @@ from webhook.observability.logs import logger
 from webhook.status.agents import AgentView
 from webhook.status.events import EventRecorder
 from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi
-from webhook.status.settings import WriterSettings
 from webhook.status.writer import StatusWriter
 from webhook.status.writer_metrics import WriterMetrics
+from webhook.status.writer_settings import WriterSettings
 
 log = logger("status.controller")
 

@@ -10,11 +10,11 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from webhook import messages
+from webhook import replies
 from webhook.observability.metrics_registry import CONTENT_TYPE
 
-_OK = messages.PROBE_OK.encode()
-_NOT_READY = messages.PROBE_NOT_READY.encode()
+_OK = replies.PROBE_OK.encode()
+_NOT_READY = replies.PROBE_NOT_READY.encode()
 
 
 class HealthServer:

@@ -30,7 +30,7 @@ def resource_version(obj: dict[str, Any]) -> str | None:
 def _strip_managed_fields(obj: dict[str, Any]) -> None:
     """Drops `metadata.managedFields`, which the writer never reads.
 
-    They are over half of a decoded object (bench/README.md); dropped at the cache's door as
+    They are much of a decoded object (bench/README.md); dropped at the cache's door as
     controller-runtime's `TransformStripManagedFields` does (the object is freshly decoded, ours).
     """
     metadata_of(obj).pop("managedFields", None)

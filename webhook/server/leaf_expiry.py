@@ -1,8 +1,8 @@
 """The serving certificate's notAfter, read from its DER without `cryptography`.
 
 The serve process needs one date from its certificate (the expiry metric and
-log line, on every reload). Importing `cryptography` for it costs the process
-an eighth of its resident memory (bench/README.md, "Issue 9, second pass"),
+log line, on every reload). Importing `cryptography` for it would cost the
+process memory it needs for nothing else (bench/README.md, "Issue 9, second pass"),
 so this reads the Validity of RFC 5280 §4.1 straight from the DER: five TLV headers into
 TBSCertificate, then UTCTime or GeneralizedTime. OpenSSL parses the whole
 certificate right after (`load_cert_chain`), so nothing malformed is served.

@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-KUBECTL = Path(sys.executable).with_name("kubectl")
+from tests.kubectl_binary import kubectl
+
 SCRIPT = Path(sys.executable).with_name("feedbackstore-webhook")
 STORE = (
     "apiVersion: agents.ctxmesh.ai/v1beta1\nkind: FeedbackStore\n"
@@ -20,7 +21,7 @@ STORE = (
 
 def build_and_validate(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     built = subprocess.run(
-        [str(KUBECTL), "kustomize", str(directory)],
+        [kubectl(), "kustomize", str(directory)],
         capture_output=True,
         text=True,
         check=True,

@@ -129,7 +129,7 @@ def running(command: list[str], cpus: str, port: int, log: pathlib.Path) -> Iter
 
 
 def family(pid: int) -> list[int]:
-    """The server process and its children (the workers)."""
+    """The server process and its children (a baseline from before issue 15 may run `--workers`)."""
     pids = [pid]
     with contextlib.suppress(OSError):
         children = pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -138,7 +138,7 @@ def family(pid: int) -> list[int]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) used so far by the server and its workers."""
+    """CPU time (user + system) used so far by the server and its children."""
     ticks = 0
     for each in family(pid):
         with contextlib.suppress(OSError):
@@ -148,7 +148,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def rss_mib(pid: int) -> float:
-    """Resident memory of the process and its children (the workers), in MiB."""
+    """Resident memory of the process and its children, in MiB."""
     total = 0
     for each in family(pid):
         with contextlib.suppress(OSError):

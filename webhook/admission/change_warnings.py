@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.kube.objects import find_condition
+from webhook.kube.objects import CONDITION_TRUE, find_condition
 from webhook.rules import inuse
 from webhook.rules.change_messages import change_sentence, in_use_headline, with_users
 from webhook.rules.changes import spec_changes
@@ -39,6 +39,10 @@ def _users(obj: object) -> tuple[int, tuple[str, ...]] | None:
     """How many agents use the store and the first named, when its `InUse` says so."""
     condition = find_condition(obj, inuse.CONDITION_TYPE)
     message = condition.get("message") if condition is not None else None
-    if condition is None or condition.get("status") != "True" or not isinstance(message, str):
+    if (
+        condition is None
+        or condition.get("status") != CONDITION_TRUE
+        or not isinstance(message, str)
+    ):
         return None
     return inuse.read_users(message)

@@ -13,7 +13,7 @@ from typing import Final, NamedTuple
 
 from webhook import replies
 from webhook.admission.warnings import bounded
-from webhook.kube.objects import find_condition, has_finalizer
+from webhook.kube.objects import CONDITION_TRUE, find_condition, has_finalizer
 from webhook.rules import inuse
 from webhook.rules.field_errors import quote
 
@@ -35,7 +35,7 @@ def delete_notice(name: str, old_object: object) -> DeleteNotice:
     condition = find_condition(old_object, inuse.CONDITION_TYPE)
     if condition is None:
         return DeleteNotice(UNKNOWN)
-    if condition.get("status") != "True":
+    if condition.get("status") != CONDITION_TRUE:
         return DeleteNotice(NOT_IN_USE)
     message = condition.get("message")
     shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else replies.IN_USE

@@ -12,7 +12,7 @@ from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused
 from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot, Target, Unreadable
 from webhook.doctor.stores import check_held, check_stores
 from webhook.kube.leader import read_record
-from webhook.kube.objects import find_condition
+from webhook.kube.objects import CONDITION_TRUE, find_condition
 from webhook.kube.settings import LEASE_DURATION
 from webhook.kube.timestamps import parse_time
 from webhook.rules import api, validate_spec
@@ -85,7 +85,7 @@ def check_crd(crd: Fetched) -> CheckResult:
     if crd is None:
         return fail(CRD, f"CRD {api.CRD_NAME} is not installed", _INSTALL_CRD)
     established = find_condition(crd, "Established") or {}
-    if established.get("status") != "True":
+    if established.get("status") != CONDITION_TRUE:
         accepted = find_condition(crd, "NamesAccepted") or {}
         why = established.get("message") or accepted.get("message")
         return fail(

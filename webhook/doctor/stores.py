@@ -11,11 +11,11 @@ from typing import Any, Final
 
 from webhook.doctor.result import CheckResult, fail, ok, refused, skip, warn
 from webhook.doctor.snapshot import FetchedList, Unreadable
-from webhook.kube.objects import deletion_in_progress, has_finalizer, metadata_of
+from webhook.kube.objects import CONDITION_FALSE, deletion_in_progress, has_finalizer, metadata_of
 from webhook.rules import api, inuse
 from webhook.rules.messages import counted
 from webhook.status.usage import current_in_use
-from webhook.status.validated import STATUS_FALSE, current_condition, observed_generation
+from webhook.status.validated import current_condition, observed_generation
 
 NAME: Final = "store-conditions"
 HELD: Final = "held-deletions"
@@ -62,7 +62,7 @@ def _state(store: dict[str, Any]) -> str:
     generation = observed_generation(store)
     if type(seen) is not int or (generation is not None and seen < generation):
         return "stale"
-    return "invalid" if condition.get("status") == STATUS_FALSE else "current"
+    return "invalid" if condition.get("status") == CONDITION_FALSE else "current"
 
 
 def check_held(stores: FetchedList, *, writer_leads: bool) -> CheckResult:

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from webhook.kube.timestamps import parse_time, rfc3339
+
+# metav1.ConditionStatus values (a condition may also be "Unknown").
+CONDITION_TRUE: Final = "True"
+CONDITION_FALSE: Final = "False"
 
 
 def metadata_of(obj: object) -> dict[str, Any]:

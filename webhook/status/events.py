@@ -16,12 +16,12 @@ from typing import Any, Final
 from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event
 
 from webhook.kube.client import REQUEST_TIMEOUT, error_text, read_json
+from webhook.kube.objects import CONDITION_FALSE, CONDITION_TRUE
 from webhook.kube.ratelimit import TokenBucket
 from webhook.observability.logs import logger
 from webhook.rules import Verdict, api, messages
 from webhook.rules.summary import summarize
 from webhook.status.kubeapi import FIELD_MANAGER
-from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
 from webhook.status.writer_metrics import WriterMetrics
 
 log = logger("status.events")
@@ -42,9 +42,9 @@ class Transition:
 
 def transition(previous_status: object, status: str) -> Transition | None:
     """The Event a status change deserves, if any (first seen invalid counts as turning so)."""
-    if status == STATUS_FALSE and previous_status != STATUS_FALSE:
+    if status == CONDITION_FALSE and previous_status != CONDITION_FALSE:
         return Transition(WARNING, api.REASON_INVALID)
-    if status == STATUS_TRUE and previous_status == STATUS_FALSE:
+    if status == CONDITION_TRUE and previous_status == CONDITION_FALSE:
         return Transition(NORMAL, api.REASON_VALID)
     return None
 

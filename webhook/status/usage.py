@@ -13,6 +13,8 @@ from typing import Any, Final
 
 from webhook.kube.cache import Key
 from webhook.kube.objects import (
+    CONDITION_FALSE,
+    CONDITION_TRUE,
     condition_changed,
     deletion_in_progress,
     find_condition,
@@ -21,7 +23,6 @@ from webhook.kube.objects import (
     metadata_of,
 )
 from webhook.rules import api, inuse
-from webhook.status.validated import STATUS_FALSE, STATUS_TRUE
 
 _COMPARED: Final = ("status", "reason", "message")
 RELEASED_MESSAGE: Final = (
@@ -91,17 +92,17 @@ def current_in_use(store: dict[str, Any]) -> dict[str, Any] | None:
 
 def in_use_fields(store: dict[str, Any], view: tuple[str, ...] | NotServed) -> tuple[str, str, str]:
     if view is NOT_SERVED:
-        return STATUS_FALSE, inuse.REASON_NOT_SERVED, f"no {inuse.AGENT_KIND} resource is served"
+        return CONDITION_FALSE, inuse.REASON_NOT_SERVED, f"no {inuse.AGENT_KIND} resource is served"
     if not view:
-        return STATUS_FALSE, inuse.REASON_NOT_REFERENCED, f"no {inuse.AGENT_KIND} references it"
+        return CONDITION_FALSE, inuse.REASON_NOT_REFERENCED, f"no {inuse.AGENT_KIND} references it"
     if deletion_in_progress(store):
         return (
-            STATUS_TRUE,
+            CONDITION_TRUE,
             inuse.REASON_DEFERRED,
             f"deletion deferred until no {inuse.AGENT_KIND} references it; "
             f"in use by {inuse.users_phrase(view)}",
         )
-    return STATUS_TRUE, inuse.REASON_REFERENCED, f"in use by {inuse.users_phrase(view)}"
+    return CONDITION_TRUE, inuse.REASON_REFERENCED, f"in use by {inuse.users_phrase(view)}"
 
 
 @dataclass(frozen=True, slots=True)

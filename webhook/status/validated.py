@@ -8,13 +8,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from webhook.kube.objects import condition_changed, find_condition, make_condition, metadata_of
+from webhook.kube.objects import (
+    CONDITION_FALSE,
+    CONDITION_TRUE,
+    condition_changed,
+    find_condition,
+    make_condition,
+    metadata_of,
+)
 from webhook.rules import Verdict, api, messages, validate_feedbackstore
 from webhook.rules.summary import summarize
 
 MAX_CONDITION_MESSAGE: Final = 32768  # metav1.Condition's cap
-STATUS_TRUE: Final = "True"
-STATUS_FALSE: Final = "False"
 
 _COMPARED: Final = ("status", "reason", "message", "observedGeneration")
 
@@ -29,8 +34,8 @@ class StatusPlan:
 
 def verdict_fields(verdict: Verdict) -> tuple[str, str, str]:
     if verdict.valid:
-        return STATUS_TRUE, api.REASON_VALID, messages.MESSAGE_VALID
-    return STATUS_FALSE, api.REASON_INVALID, summarize(verdict, MAX_CONDITION_MESSAGE)
+        return CONDITION_TRUE, api.REASON_VALID, messages.MESSAGE_VALID
+    return CONDITION_FALSE, api.REASON_INVALID, summarize(verdict, MAX_CONDITION_MESSAGE)
 
 
 def observed_generation(obj: dict[str, Any]) -> int | None:

@@ -212,3 +212,22 @@ def test_lines_are_written_without_waiting_for_a_stop(configured: io.StringIO) -
     while "denied" not in configured.getvalue():
         assert time.monotonic() < deadline, "the line was not written within 2 s"
         time.sleep(0.01)
+
+
+def _switches(thread: threading.Thread) -> int:
+    """How many times the kernel has woken `thread` (voluntary context switches)."""
+    status = f"/proc/self/task/{thread.native_id}/status"
+    with open(status) as lines:
+        return next(int(line.split()[1]) for line in lines if line.startswith("voluntary"))
+
+
+def test_the_log_thread_sleeps_while_nothing_is_logged(configured: io.StringIO) -> None:
+    before = set(threading.enumerate())
+    logs.configure("info", configured)
+    (listener,) = set(threading.enumerate()) - before
+    logs.logger("admission").info("denied", extra={"fields": FIELDS})
+    time.sleep(0.1)  # the line written, the thread back asleep
+    woken = _switches(listener)
+    time.sleep(0.5)
+    assert _switches(listener) - woken <= 1, "an idle pod's log thread must not poll"
+    assert [entry["msg"] for entry in written(configured)] == ["denied"]

@@ -39,10 +39,6 @@ def _users(obj: object) -> tuple[int, tuple[str, ...]] | None:
     """How many agents use the store and the first named, when its `InUse` says so."""
     condition = find_condition(obj, inuse.CONDITION_TYPE)
     message = condition.get("message") if condition is not None else None
-    if (
-        condition is None
-        or condition.get("status") != CONDITION_TRUE
-        or not isinstance(message, str)
-    ):
+    if condition is None or condition.get("status") != CONDITION_TRUE:
         return None
-    return inuse.read_users(message)
+    return inuse.read_users(message) if isinstance(message, str) else None

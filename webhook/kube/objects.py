@@ -10,8 +10,7 @@ from typing import Any, Final
 
 from webhook.kube.timestamps import parse_time, rfc3339
 
-# metav1.ConditionStatus values (a condition may also be "Unknown").
-CONDITION_TRUE: Final = "True"
+CONDITION_TRUE: Final = "True"  # metav1.ConditionStatus; the third is "Unknown"
 CONDITION_FALSE: Final = "False"
 
 

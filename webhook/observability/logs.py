@@ -57,6 +57,20 @@ class _Enqueue(logging.handlers.QueueHandler):
         return record
 
 
+class _GatheringListener(logging.handlers.QueueListener):
+    """Sleeps in `get()` while nothing is logged; once woken, lets 10 ms of lines gather, then
+    takes them without a thread switch each. A shortcut: bench/README.md, "Issue 15: the log
+    listener"."""
+
+    def dequeue(self, block: bool) -> logging.LogRecord:
+        records: queue.SimpleQueue[logging.LogRecord] = self.queue  # type: ignore[assignment]
+        if not block or not records.empty():
+            return records.get(block)
+        record = records.get()
+        time.sleep(0.01)
+        return record
+
+
 _listener: logging.handlers.QueueListener | None = None
 
 
@@ -70,7 +84,7 @@ def configure(level: str, stream: TextIO | None = None, *, quiet: Iterable[str] 
     records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     writer = logging.StreamHandler(stream if stream is not None else sys.stderr)
     writer.setFormatter(JsonFormatter())
-    _listener = logging.handlers.QueueListener(records, writer)
+    _listener = _GatheringListener(records, writer)
     _listener.start()
     root = logging.getLogger()
     root.handlers[:] = [_Enqueue(records)]

@@ -272,13 +272,9 @@ def _categories(categories: object, path: str) -> Iterator[Finding]:
 
 
 def _distinct_strings(categories: list[Any]) -> bool:
-    """Whether every category is a distinct string, decided in C: join() refuses anything but
-    strings, a set finds repeats.
-
-    The walk's one shortcut, for speed: a clean list, the common case, is not walked in
-    Python to locate problems it does not have. It pays on many categories (bench/README.md,
-    "Issue 15: the categories' shortcut").
-    """
+    """Decided in C (join() refuses anything but strings, a set finds repeats), so a clean list
+    is not walked in Python for problems it does not have. The walk's one shortcut, for speed:
+    bench/README.md, "Issue 15: the categories' shortcut"."""
     try:
         "".join(categories)
     except TypeError:

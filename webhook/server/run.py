@@ -42,10 +42,8 @@ def run_server(config: ServerConfig, on_serving: Callable[[int], None] = lambda 
 
 
 def _fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop where it is installed: its TLS and I/O paths cost less than asyncio's.
-
-    What it saves: bench/README.md, "Issue 15: server".
-    """
+    """uvloop where it is installed: its TLS and I/O cost less than asyncio's (bench/README.md,
+    "Issue 15: uvloop")."""
     try:
         import uvloop
     except ImportError:

@@ -92,8 +92,8 @@ class AdmissionEndpoint:
         content = request.content
         if not content.is_eof():
             return await self._answer_when_read(request)
-        # The whole body is already buffered (the common case): taken as it is, without a
-        # timer, another coroutine or read()'s copy (bench/README.md, "Issue 15: server").
+        # The body already buffered (the common case) is taken as it is, without a timer,
+        # coroutine or copy (bench/README.md, "Issue 15: uvloop and the buffered body").
         body = content.read_nowait()
         if len(body) > self._max_body_bytes:
             return self._too_large(request)

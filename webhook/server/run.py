@@ -43,7 +43,7 @@ def run_server(config: ServerConfig, on_serving: Callable[[int], None] = lambda 
 
 def _fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop where it is installed: its TLS and I/O cost less than asyncio's (bench/README.md,
-    "Issue 15: uvloop")."""
+    "Issue 15: uvloop and the buffered body")."""
     try:
         import uvloop
     except ImportError:

@@ -25,6 +25,7 @@ from tests.admission_support.fixtures import (  # noqa: F401 (fixtures)
 from tests.admission_support.pki import SERVICE_DNS, client_context
 from tests.admission_support.reviews import V1BETA1, create, duplicate_spec, update, valid_spec
 from tests.test_admission_decision import RULES
+from tests.test_server_tls import eventually
 from webhook.admission import Why
 from webhook.observability.logs import JsonFormatter
 from webhook.server.app import CERTIFICATE
@@ -332,12 +333,15 @@ async def test_a_client_that_leaves_mid_body_is_not_an_internal_error(
     writer.close()
     await writer.wait_closed()
     assert (await admitted(webhook, create(valid_spec())))["allowed"] is True
-    await asyncio.sleep(0.2)
+    sample = 'feedbackstore_webhook_bad_requests_total{reason="incomplete_body"}'
+
+    async def counted() -> bool:
+        return await webhook.client.metric(sample) == 1.0
+
+    await eventually(counted)  # the server sees the hang-up when it next reads
     records = [r for r in caplog.records if r.name.endswith("admission")]
     assert [(r.levelname, r.getMessage()) for r in records] == [("WARNING", "bad request")]
     entry = orjson.loads(JsonFormatter().format(records[0]))
     assert (entry["status"], entry["reason"]) == (400, "incomplete_body")
     counter = "feedbackstore_webhook_admission_requests_total"
     assert await webhook.client.metric(f'{counter}{{operation="OTHER",verdict="error"}}') == 0.0
-    sample = 'feedbackstore_webhook_bad_requests_total{reason="incomplete_body"}'
-    assert await webhook.client.metric(sample) == 1.0

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.rules_builders import channel, feedbackstore, human, score
+from tests.test_cli_migrate import BOMB
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPT = Path(sys.executable).with_name("feedbackstore-webhook")
@@ -214,6 +215,7 @@ UNREADABLE = [
         "cannot parse YAML",
     ),
     ("absurdly deep JSON is refused", "deep.json", b"[" * 100_000 + b"]" * 100_000, "JSON"),
+    ("an alias bomb is refused as kubectl refuses it", "bomb.yaml", BOMB, "excessive aliasing"),
 ]
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from webhook import __version__
 
 # Subcommand modules under webhook.cli, in the order `--help` lists them.
-SUBCOMMANDS = ("validate", "serve", "status_writer", "certs", "manifests", "doctor")
+SUBCOMMANDS = ("validate", "migrate", "serve", "status_writer", "certs", "manifests", "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:

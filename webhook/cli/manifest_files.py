@@ -1,6 +1,7 @@
 """Reading manifests from files, directories and stdin, as GitOps tools lay them out. YAML is
-decoded as Kubernetes' YAML-to-JSON step sees it: timestamps stay strings, and a key repeated in
-one mapping is an error (kubectl refuses it too), not a silent last-one-wins."""
+decoded as Kubernetes' YAML-to-JSON step sees it: timestamps stay strings, a key repeated in
+one mapping is an error (kubectl refuses it too), not a silent last-one-wins, and so is a
+document that aliases expand past what kubectl's YAML decoder (go-yaml) accepts."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import orjson
 import yaml
@@ -18,6 +19,9 @@ from webhook.rules.manifest import list_items
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
+# A source larger than this is refused before it is parsed: kube-apiserver takes objects of
+# ~1.5 MiB, so this is thousands of them, and past it pure-Python parsing takes minutes.
+MAX_SOURCE_BYTES: Final = 64 * 2**20
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -58,12 +62,14 @@ _ManifestLoader.add_constructor(
 @dataclass(frozen=True, slots=True)
 class Document:
     """`index` counts from 1; `node` is the composed tree that places problems (None only for a
-    JSON source YAML cannot compose)."""
+    JSON source YAML cannot compose); `text` is the whole source, which the nodes' marks index
+    (one string shared by its documents), for a command that rewrites it (`migrate`)."""
 
     source: str
     index: int
     content: object
     node: yaml.Node | None = None
+    text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,9 +132,12 @@ def _walk(top: str) -> list[str]:
 def read_documents(source: str) -> Iterator[Document | ReadError]:
     """Every document of one source; on a parse error, the documents before it, then the error."""
     try:
-        raw = sys.stdin.buffer.read() if source == STDIN else Path(source).read_bytes()
+        raw = _read_bytes(source)
     except OSError as err:
         yield ReadError(source, f"cannot read: {err.strerror or err}")
+        return
+    if len(raw) > MAX_SOURCE_BYTES:
+        yield ReadError(source, f"larger than {MAX_SOURCE_BYTES // 2**20} MiB: split it")
         return
     if b"\x00" in raw:
         yield ReadError(source, "not a text file (contains NUL bytes)")
@@ -138,7 +147,90 @@ def read_documents(source: str) -> Iterator[Document | ReadError]:
     except UnicodeDecodeError as err:
         yield ReadError(source, f"not UTF-8 text (invalid byte at offset {err.start})")
         return
+    yield from parse_text(source, text)
+
+
+def parse_text(source: str, text: str) -> Iterator[Document | ReadError]:
+    """The documents of `text`, JSON when `source` names a .json file, else YAML."""
     yield from (_parse_json if source.endswith(".json") else _parse_yaml)(source, text)
+
+
+def excessive_aliasing(root: yaml.Node) -> str | None:
+    """Why a document must not be decoded, as go-yaml (kubectl's YAML decoder) refuses alias
+    bombs ("billion laughs"): an alias of a node that contains it; or, past 100 values from
+    aliases and 1000 in all, more of them from aliases than `_allowed_alias_ratio` allows.
+    Counted without expanding anything: each node's expanded size once, then the document in
+    order, a node met again being an alias of it (the composer hands both the same node)."""
+    sizes = _expanded_sizes(root)
+    if sizes is None:
+        return "an alias refers to a node that contains it"
+    values = aliases = 0
+    met: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in met:
+            values += sizes[id(node)]
+            aliases += sizes[id(node)]
+            if aliases > 100 and values > 1000 and aliases / values > _allowed_alias_ratio(values):
+                return f"excessive aliasing ({aliases} of {values} values from aliases)"
+            continue
+        met.add(id(node))
+        values += 1
+        stack.extend(reversed(_children(node)))
+    return None
+
+
+def _expanded_sizes(root: yaml.Node) -> dict[int, int] | None:
+    """Each node's value count with aliases expanded (post-order, no recursion); None when a
+    node contains itself."""
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            on_path.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in _children(node))
+            continue
+        if id(node) in sizes:
+            continue
+        if id(node) in on_path:
+            return None
+        on_path.add(id(node))
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                return None
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _allowed_alias_ratio(values: int) -> float:
+    """go-yaml's allowedAliasRatio: 99 % up to 400k values, 10 % from 4M, linear between."""
+    low, high = 400_000, 4_000_000
+    if values <= low:
+        return 0.99
+    if values >= high:
+        return 0.10
+    return 0.99 - 0.89 * (values - low) / (high - low)
+
+
+def _read_bytes(source: str) -> bytes:
+    """At most one byte past the limit: a huge file is not read whole to be refused."""
+    if source == STDIN:
+        return sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+    with open(source, "rb") as handle:
+        return handle.read(MAX_SOURCE_BYTES + 1)
 
 
 def _parse_json(name: str, text: str) -> Iterator[Document | ReadError]:
@@ -151,7 +243,7 @@ def _parse_json(name: str, text: str) -> Iterator[Document | ReadError]:
         node: yaml.Node | None = yaml.compose(text, Loader=_BaseLoader)
     except (yaml.YAMLError, RecursionError):
         node = None
-    yield Document(name, 1, content, node)
+    yield Document(name, 1, content, node, text)
 
 
 def _parse_yaml(name: str, text: str) -> Iterator[Document | ReadError]:
@@ -162,7 +254,11 @@ def _parse_yaml(name: str, text: str) -> Iterator[Document | ReadError]:
         while loader.check_node():
             node = loader.get_node()
             index += 1
-            yield Document(name, index, loader.construct_document(node), node)
+            if node is not None and (excess := excessive_aliasing(node)) is not None:
+                line = node.start_mark.line + 1
+                yield ReadError(name, f"cannot parse YAML: document {index}: {excess}", line)
+                return
+            yield Document(name, index, loader.construct_document(node), node, text)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)

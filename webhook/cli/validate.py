@@ -92,12 +92,17 @@ def _check(
     if not isinstance(content, dict) or not is_feedbackstore(content):
         report.skipped += 1
         return
-    checked = check_manifest(content)
+    report.results.append(result_of(document, content, node, strict))
+
+
+def result_of(
+    document: Document, store: dict[str, Any], node: yaml.Node | None, strict: bool = False
+) -> Result:
+    """A FeedbackStore's verdict placed in its source (what `migrate` prints of a store too)."""
+    checked = check_manifest(store)
     kept = node if checked.verdict.problems or checked.verdict.warnings else None
-    report.results.append(
-        Result(document.source, document.index, checked, strict, kept, origin(content),
-               locate(node, ""))
-    )  # fmt: skip
+    return Result(document.source, document.index, checked, strict, kept, origin(store),
+                  locate(node, ""))  # fmt: skip
 
 
 def origin(manifest: dict[str, Any]) -> str | None:

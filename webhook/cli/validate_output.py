@@ -47,6 +47,11 @@ def _json(body: object) -> bytes:
 
 
 def text(report: Report, changes: Changes) -> bytes:
+    return _lines([*text_lines(report, changes), summary(report)])
+
+
+def text_lines(report: Report, changes: Changes = None) -> list[str]:
+    """The text format's line per problem and warning (`migrate` prints a store's with them)."""
     lines = [
         f"{_at(r, e)}: {r.label()}: {e.field}: {'warning: ' if warned else ''}{e.message}"
         for r, e, warned in _entries(report)
@@ -57,7 +62,7 @@ def text(report: Report, changes: Changes) -> bytes:
         + f"warning: {c.message}"
         for c in changes or ()
     ]
-    return _lines([*lines, summary(report)])
+    return lines
 
 
 def _entry_json(entry: Entry, *, with_type: bool = True) -> dict[str, object]:

@@ -1,8 +1,11 @@
 """AgentDeployments for the in-use protection tests: a minimal CRD of the tests' own and agents.
 
 The platform's AgentDeployment CRD is not ours to ship; this one holds only
-what the status writer reads (`spec.feedbackStoreRef`), served as `v1beta1`
-(storage) and the deprecated `v1alpha1`, as the platform serves it.
+what the status writer and `migrate` read (`spec.feedbackStoreRef`, the inline
+`spec.feedback` with the FeedbackStore spec's schema, CEL left out as the
+platform's CRD of today, and a `replicas` standing for the rest of an agent),
+served as `v1beta1` (storage) and the deprecated `v1alpha1`, as the platform
+serves it, with a `status` subresource the platform alone writes.
 """
 
 from __future__ import annotations
@@ -16,20 +19,23 @@ from kubernetes import client as k8s
 
 from tests.kube.cluster import api_client, eventually
 from tests.kube.controlplane import ControlPlane
+from webhook.manifests.crd import spec_schema
 
 AGENT_GROUP, AGENT_PLURAL = "agents.ctxmesh.ai", "agentdeployments"
 AGENT_CRD_NAME = f"{AGENT_PLURAL}.{AGENT_GROUP}"
 FINALIZER = "agents.ctxmesh.ai/in-use-protection"
 
-_REF = {"feedbackStoreRef": {"type": "string"}}
+_SPEC = {"feedbackStoreRef": {"type": "string"}, "feedback": spec_schema(cel=False),
+         "replicas": {"type": "integer"}}  # fmt: skip
 _SCHEMA = {"openAPIV3Schema": {"type": "object", "properties": {
-    "spec": {"type": "object", "properties": _REF}}}}  # fmt: skip
+    "spec": {"type": "object", "properties": _SPEC},
+    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}  # fmt: skip
 
 
 def agent_crd() -> dict[str, Any]:
     def version(name: str, storage: bool) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": name, "served": True, "storage": storage,
-                                 "schema": _SCHEMA}  # fmt: skip
+                                 "schema": _SCHEMA, "subresources": {"status": {}}}  # fmt: skip
         if not storage:
             entry["deprecated"] = True
         return entry

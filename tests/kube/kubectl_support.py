@@ -415,33 +415,33 @@ def _webhook(control_plane: ControlPlane, server: WebhookServer, user: User) -> 
 # -- the README ------------------------------------------------------------------------
 
 
-def readme_section() -> str:
+def readme_section(section: str = SECTION) -> str:
     text = README.read_text(encoding="utf-8")
-    start = text.index(SECTION)
-    end = text.find("\n### ", start + len(SECTION))
+    start = text.index(section)
+    end = text.find("\n### ", start + len(section))
     return text[start : end if end != -1 else len(text)]
 
 
-def readme_blocks() -> list[str]:
+def readme_blocks(section: str = SECTION) -> list[str]:
     """The console blocks of the README section, in order (text between the fences)."""
-    return re.findall(r"^```console\n(.*?)^```$", readme_section(), re.S | re.M)
+    return re.findall(r"^```console\n(.*?)^```$", readme_section(section), re.S | re.M)
 
 
-def readme_block(first_line: str) -> str:
-    found = [block for block in readme_blocks() if block.splitlines()[0] == first_line]
-    assert len(found) == 1, f"README {SECTION!r}: {len(found)} blocks open with {first_line!r}"
+def readme_block(first_line: str, section: str = SECTION) -> str:
+    found = [block for block in readme_blocks(section) if block.splitlines()[0] == first_line]
+    assert len(found) == 1, f"README {section!r}: {len(found)} blocks open with {first_line!r}"
     return found[0]
 
 
 WRITE_README = "FEEDBACKSTORE_WRITE_README"
 
 
-def matches_readme(shown: str) -> bool:
+def matches_readme(shown: str, section: str = SECTION) -> bool:
     """Whether the README block opening like `shown` is `shown`; rewritten instead on request."""
-    block = readme_block(shown.splitlines()[0])
+    block = readme_block(shown.splitlines()[0], section)
     if os.environ.get(WRITE_README) == "1" and block != shown:
         text = README.read_text(encoding="utf-8")
-        start = text.index(SECTION)
+        start = text.index(section)
         at = text.index(f"```console\n{block}```", start)
         README.write_text(text[:at] + f"```console\n{shown}```" + text[at + len(block) + 14 :],
                           encoding="utf-8")  # fmt: skip

@@ -458,3 +458,10 @@ def test_every_store_spec_the_rules_accept_is_copied_exactly(tmp_path: Path) -> 
     assert result.returncode == 0, result.stderr
     migrated = documents(path.read_text())[len(specs) :]
     assert [a["spec"]["feedback"] for a in migrated] == specs
+
+
+def test_a_file_named_twice_is_read_once(tmp_path: Path) -> None:
+    path = write(tmp_path / "all.yaml", store(), agent("a"))
+    result = run("--in-place", str(tmp_path), str(path), str(tmp_path / "." / "all.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert documents(path.read_text())[1]["spec"] == {"feedback": STORE_SPEC}

@@ -381,6 +381,7 @@ def run(args: argparse.Namespace) -> int:
     errors: list[ReadError] = []
     for read in read_all(args.paths):
         (errors if isinstance(read, ReadError) else documents).append(read)  # type: ignore[arg-type]
+    documents = once_each(documents)
     if errors:
         for error in errors:
             print(f"feedbackstore-webhook: error: {error}", file=sys.stderr)
@@ -422,6 +423,23 @@ def _output(changed: Sequence[Rewrite], in_place: bool) -> int:
                   file=sys.stderr)  # fmt: skip
             code = EXIT_UNUSABLE
     return code
+
+
+def once_each(documents: Sequence[Document]) -> list[Document]:
+    """Each file's documents once, however often the paths name it (`deploy/ deploy/a.yaml`):
+    a file read twice would declare its stores twice and be rewritten twice."""
+    read: set[str] = set()
+    kept = []
+    keep = True
+    for document in documents:
+        if document.index == 1:  # a read of a source begins
+            source = document.source
+            real = source if source == STDIN else os.path.realpath(source)
+            keep = real not in read
+            read.add(real)
+        if keep:
+            kept.append(document)
+    return kept
 
 
 def _say(lines: Iterable[str]) -> None:

@@ -20,6 +20,9 @@ import yaml
 
 _TRAILING_COMMENT = re.compile(r"[ \t]+#[^\r\n]*")
 _DEFAULT_STEP = 2
+# What JSON may carry raw in a string but a YAML stream may not (DEL, C1 controls) or reads as a
+# line break inside a quoted scalar (NEL, LS, PS): written as \u escapes, which both read alike.
+_NOT_FOR_YAML = re.compile("[\x7f-\x9f\u2028\u2029]")
 
 
 class _PlainDumper(yaml.SafeDumper):
@@ -27,6 +30,16 @@ class _PlainDumper(yaml.SafeDumper):
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+def _string(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    """Double-quoted when it holds a character YAML reads as a line break or refuses raw:
+    PyYAML would write NEL raw in single quotes, where it reads back as a space."""
+    style = '"' if _NOT_FOR_YAML.search(text) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_PlainDumper.add_representer(str, _string)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +59,16 @@ def render_block(value: object, indent: int, step: int, newline: str = "\n") -> 
     return newline.join(pad + line if line else line for line in text.rstrip("\n").split("\n"))
 
 
+def _json(value: object, option: int = 0) -> str:
+    text = orjson.dumps(value, option=option).decode()
+    return _NOT_FOR_YAML.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
 def render_json(value: object, indent: int, *, pretty: bool, newline: str = "\n") -> str:
+    """`value` as JSON that is YAML too (flow context), continuation lines indented by `indent`."""
     if not pretty:
-        return orjson.dumps(value).decode()
-    lines = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode().split("\n")
+        return _json(value)
+    lines = _json(value, orjson.OPT_INDENT_2).split("\n")
     return newline.join([lines[0], *(" " * indent + line for line in lines[1:])])
 
 

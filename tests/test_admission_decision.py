@@ -161,7 +161,7 @@ def test_a_foreign_resource_warning_names_it_and_the_fix() -> None:
     sent = review("CREATE", {"kind": "ConfigMap"}, group="", resource="configmaps")
     response, _ = answer(sent)
     assert response["warnings"] == [
-        '"/configmaps" is not feedbackstores.agents.ctxmesh.ai: allowed unchecked; '
+        '"/configmaps" is not a FeedbackStore or AgentDeployment: allowed unchecked; '
         "fix the webhook's rules"
     ]
 
@@ -172,7 +172,7 @@ def test_a_review_without_resource_or_user_is_allowed_as_a_foreign_resource() ->
     response, why = answer(sent)
     assert (response["allowed"], why) == (True, Why.FOREIGN_RESOURCE)
     assert response["warnings"] == [
-        '"/" is not feedbackstores.agents.ctxmesh.ai: allowed unchecked; fix the webhook\'s rules'
+        '"/" is not a FeedbackStore or AgentDeployment: allowed unchecked; fix the webhook\'s rules'
     ]
 
 
@@ -248,7 +248,7 @@ def test_the_upstream_fixture_is_answered_in_its_own_version_as_a_foreign_resour
     assert decision.why is Why.FOREIGN_RESOURCE
     assert response["uid"] == "uidValue"
     assert response["warnings"] == [
-        '"groupValue/resourceValue" is not feedbackstores.agents.ctxmesh.ai: allowed unchecked; '
+        '"groupValue/resourceValue" is not a FeedbackStore or AgentDeployment: allowed unchecked; '
         "fix the webhook's rules"
     ]
 

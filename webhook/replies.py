@@ -93,15 +93,18 @@ def get_only(path: str) -> str:
 
 
 # -- Admission warnings: allowed, and the user should know why (SPEC §3) -------------------
-# Why an UPDATE passes whatever its spec says.
-EXEMPT_UNCHANGED_SPEC: Final = "this update does not change spec"
+# Why an UPDATE passes whatever its declaration (`spec`, or an agent's `spec.feedback`) says.
+def exempt_unchanged(path: str) -> str:
+    return f"this update does not change {path}"
+
+
 EXEMPT_TERMINATING: Final = "the object is being deleted"
 
 
-def warn_invalid_but_allowed(exemption: str, count: int) -> str:
+def warn_invalid_but_allowed(exemption: str, count: int, path: str) -> str:
     return (
-        f"allowed because {exemption}, but spec is invalid "
-        f"({counted(count, 'problem')}); fix it before changing spec"
+        f"allowed because {exemption}, but {path} is invalid "
+        f"({counted(count, 'problem')}); fix it before changing {path}"
     )
 
 
@@ -109,9 +112,9 @@ def warn_unchecked_operation(quoted_operation: str) -> str:
     return f"operation {quoted_operation} is not checked by this webhook; allowed"
 
 
-def warn_foreign_resource(quoted_resource: str) -> str:
-    """A request the webhook configuration should not have sent here."""
-    return f"{quoted_resource} is not {api.CRD_NAME}: allowed unchecked; fix the webhook's rules"
+def warn_foreign_resource(quoted_resource: str, judged: str) -> str:
+    """A request the webhook configuration should not have sent here; `judged` lists what is."""
+    return f"{quoted_resource} is not {judged}: allowed unchecked; fix the webhook's rules"
 
 
 def more_warnings(count: int) -> str:

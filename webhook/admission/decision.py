@@ -1,9 +1,12 @@
 """The operation rules: which requests are judged by the verdict, and which pass anyway.
 
-Only a CREATE, or an UPDATE that changes `spec` of a live object, can be
-refused. Everything else is allowed on purpose: an object admitted before the
-webhook existed must still be relabelled, have its finalizers removed and be
-deleted (stuck finalizers are the classic outage of validating webhooks), and a
+Two forms carry a declaration (`forms`): a FeedbackStore's `spec`, and an
+AgentDeployment's `spec.feedback` (SPEC §8); the same rules judge both. Only a
+CREATE, or an UPDATE that changes the declaration of a live object, can be
+refused; an agent without `spec.feedback` declares nothing and passes.
+Everything else is allowed on purpose: an object admitted before the webhook
+existed must still be relabelled, have its finalizers removed and be deleted
+(stuck finalizers are the classic outage of validating webhooks), and a
 webhook configuration that matches too much must not break other resources.
 """
 
@@ -19,8 +22,9 @@ from webhook.admission.deletion import delete_notice
 from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
 from webhook.admission.warnings import bounded, shorten
 from webhook.kube.objects import deletion_in_progress
-from webhook.rules import Verdict, api, validate_feedbackstore
+from webhook.rules import Verdict
 from webhook.rules.field_errors import quote
+from webhook.rules.forms import INLINE, STORE, Form
 from webhook.rules.messages import more_problems
 
 CREATE: Final = "CREATE"
@@ -39,6 +43,7 @@ class Why(enum.StrEnum):
     VALID = "valid"
     INVALID = "invalid"
     UNCHANGED_SPEC = "unchanged_spec"
+    NO_DECLARATION = "no_declaration"  # an AgentDeployment without spec.feedback
     TERMINATING = "terminating"
     NOT_JUDGED_OPERATION = "not_judged_operation"
     UNKNOWN_OPERATION = "unknown_operation"
@@ -49,7 +54,8 @@ class Why(enum.StrEnum):
 class Decision(NamedTuple):
     """Allowed or not, why, the verdict when one was computed, and the warnings to send.
 
-    `delete` is the in-use decision on a DELETE (`deletion`), for the audit.
+    `delete` is the in-use decision on a DELETE (`deletion`), for the audit; `form` is
+    where the judged declaration stands (the denial names its kind).
 
     A named tuple: immutable, and cheap to build once per request.
     """
@@ -59,49 +65,64 @@ class Decision(NamedTuple):
     verdict: Verdict | None = None
     warnings: tuple[str, ...] = ()
     delete: str | None = None
+    form: Form = STORE
+
+
+# The forms judged, by (group, plural) of the request's resource.
+_FORMS: Final = {(STORE.group, STORE.plural): STORE, (INLINE.group, INLINE.plural): INLINE}
+_JUDGED: Final = f"a {' or '.join(form.kind for form in _FORMS.values())}"
 
 
 def decide(request: AdmissionRequest) -> Decision:
     """Apply SPEC §3's operation rules to one admission request."""
     resource = request.resource
-    if resource.get("group") != api.GROUP or resource.get("resource") != api.PLURAL:
+    form = _FORMS.get((resource.get("group", ""), resource.get("resource", "")))
+    if form is None:
         return Decision(True, Why.FOREIGN_RESOURCE, warnings=(_foreign_warning(resource),))
     if request.sub_resource:
-        return Decision(True, Why.SUBRESOURCE)
+        return Decision(True, Why.SUBRESOURCE, form=form)
     operation = request.operation
+    if operation == DELETE and form is INLINE:
+        return Decision(True, Why.NOT_JUDGED_OPERATION, form=form)
     if operation == DELETE:
         notice = delete_notice(request.name, request.old_object)
         return Decision(True, Why.NOT_JUDGED_OPERATION, None, notice.warnings, notice.audit)
     if operation == CONNECT:
-        return Decision(True, Why.NOT_JUDGED_OPERATION)
+        return Decision(True, Why.NOT_JUDGED_OPERATION, form=form)
     if operation not in (CREATE, UPDATE):
         warning = replies.warn_unchecked_operation(quote(shorten(operation, _SHOWN_IDENTIFIER)))
-        return Decision(True, Why.UNKNOWN_OPERATION, warnings=(warning,))
+        return Decision(True, Why.UNKNOWN_OPERATION, warnings=(warning,), form=form)
     obj = request.object
     if obj is None:
         raise BadReviewError(BadReviewReason.NO_OBJECT, replies.object_required(operation))
-    verdict = validate_feedbackstore(obj)
+    if form is INLINE and form.declaration(obj) is None:
+        return Decision(True, Why.NO_DECLARATION, form=form)
+    verdict = form.verdict(obj)
     if operation == UPDATE:
-        exemption = _update_exemption(obj, request.old_object)
+        exemption = _update_exemption(form, obj, request.old_object)
         if exemption is not None:
-            return Decision(True, exemption, verdict, _exemption_warnings(verdict, exemption))
-    # An UPDATE judged here changes the spec of a live object: say what it does to ingestion.
-    changed = change_warnings(request.name, obj, request.old_object) if operation == UPDATE else []
+            warned = _exemption_warnings(verdict, exemption, form)
+            return Decision(True, exemption, verdict, warned, form=form)
+    # An UPDATE judged here changes the declaration of a live object: say what it does to
+    # ingestion.
+    changed = (
+        change_warnings(request.name, obj, request.old_object, form) if operation == UPDATE else []
+    )
     field_warnings = (
         bounded([*changed, *map(str, verdict.warnings)]) if changed or verdict.warnings else ()
     )
     if verdict.valid:
-        return Decision(True, Why.VALID, verdict, field_warnings)
-    return Decision(False, Why.INVALID, verdict, field_warnings)
+        return Decision(True, Why.VALID, verdict, field_warnings, form=form)
+    return Decision(False, Why.INVALID, verdict, field_warnings, form=form)
 
 
-def _update_exemption(new: object, old: object) -> Why | None:
-    """Why an UPDATE passes whatever its spec says, or None when it must be judged."""
+def _update_exemption(form: Form, new: object, old: object) -> Why | None:
+    """Why an UPDATE passes whatever its declaration says, or None when it must be judged."""
     if deletion_in_progress(new) or deletion_in_progress(old):
         return Why.TERMINATING
     if type(new) is dict and type(old) is dict:
         try:
-            if new.get("spec") == old.get("spec"):
+            if form.declaration(new) == form.declaration(old):
                 return Why.UNCHANGED_SPEC
         except RecursionError:
             # Two specs nested ~1000 levels deep cannot be compared; judge the new one.
@@ -109,18 +130,17 @@ def _update_exemption(new: object, old: object) -> Why | None:
     return None
 
 
-_EXEMPTION_REASONS: Final = {
-    Why.UNCHANGED_SPEC: replies.EXEMPT_UNCHANGED_SPEC,
-    Why.TERMINATING: replies.EXEMPT_TERMINATING,
-}
-
-
-def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
-    """Nothing for a valid spec; for an invalid one, say so and show its first problems."""
+def _exemption_warnings(verdict: Verdict, why: Why, form: Form) -> tuple[str, ...]:
+    """Nothing for a valid declaration; for an invalid one, say so and show its first problems."""
     if verdict.valid:
         return ()
     count = verdict.problem_count
-    headline = replies.warn_invalid_but_allowed(_EXEMPTION_REASONS[why], count)
+    reason = (
+        replies.exempt_unchanged(form.path)
+        if why is Why.UNCHANGED_SPEC
+        else (replies.EXEMPT_TERMINATING)
+    )
+    headline = replies.warn_invalid_but_allowed(reason, count, form.path)
     shown = [str(p) for p in verdict.problems[:_PROBLEMS_IN_WARNINGS]]
     if count > len(shown):
         shown.append(more_problems(count - len(shown)))
@@ -129,4 +149,5 @@ def _exemption_warnings(verdict: Verdict, why: Why) -> tuple[str, ...]:
 
 def _foreign_warning(resource: GroupVersionResource) -> str:
     target = f"{resource.get('group', '')}/{resource.get('resource', '')}"
-    return shorten(replies.warn_foreign_resource(quote(shorten(target, _SHOWN_IDENTIFIER))))
+    quoted = quote(shorten(target, _SHOWN_IDENTIFIER))
+    return shorten(replies.warn_foreign_resource(quoted, _JUDGED))

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from webhook.rules import Verdict, api, messages
+from webhook.rules import Verdict, messages
 from webhook.rules.field_errors import quote
+from webhook.rules.forms import STORE, Form
 from webhook.rules.summary import fit_lines
 
 INVALID_CODE: Final = 422
 INVALID_REASON: Final = "Invalid"
-QUALIFIED_KIND: Final = f"{api.KIND}.{api.GROUP}"
 
 # Characters of problem text in one denial; the rest are counted, not listed,
 # so a million-problem object still gets an answer of a few kilobytes.
@@ -26,8 +26,9 @@ MESSAGE_BUDGET: Final = 4096
 _TAIL_RESERVE: Final = 40
 
 
-def invalid_status(name: str, verdict: Verdict) -> dict[str, Any]:
-    """metav1.Status for a refused object, bounded whatever the number of problems."""
+def invalid_status(name: str, verdict: Verdict, form: Form = STORE) -> dict[str, Any]:
+    """metav1.Status for a refused object of `form`'s kind, bounded whatever the number of
+    problems; the count of those left out stands at the declaration's path."""
     problems = verdict.problems
     kept, _ = fit_lines([str(p) for p in problems], MESSAGE_BUDGET - _TAIL_RESERVE, ", ")
     causes = [
@@ -36,12 +37,12 @@ def invalid_status(name: str, verdict: Verdict) -> dict[str, Any]:
     dropped = verdict.problem_count - len(kept)
     if dropped:
         kept.append(messages.more_problems(dropped))
-        causes.append({"message": messages.more_problems(dropped), "field": "spec"})
+        causes.append({"message": messages.more_problems(dropped), "field": form.path})
     aggregate = kept[0] if len(kept) == 1 else f"[{', '.join(kept)}]"
     return {
         "status": "Failure",
-        "message": f"{QUALIFIED_KIND} {quote(name)} is invalid: {aggregate}",
+        "message": f"{form.kind}.{form.group} {quote(name)} is invalid: {aggregate}",
         "reason": INVALID_REASON,
-        "details": {"name": name, "group": api.GROUP, "kind": api.KIND, "causes": causes},
+        "details": {"name": name, "group": form.group, "kind": form.kind, "causes": causes},
         "code": INVALID_CODE,
     }

@@ -20,7 +20,7 @@ def review_answer(review: AdmissionReview, decision: Decision) -> dict[str, Any]
     request = review.request
     response: dict[str, Any] = {"uid": request.uid, "allowed": decision.allowed}
     if not decision.allowed and decision.verdict is not None:
-        response["status"] = invalid_status(subject_name(request), decision.verdict)
+        response["status"] = invalid_status(subject_name(request), decision.verdict, decision.form)
     if decision.warnings:
         response["warnings"] = list(decision.warnings)
     response["auditAnnotations"] = audit_annotations(request, decision)

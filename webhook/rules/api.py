@@ -17,6 +17,8 @@ SINGULAR: Final = "feedbackstore"
 SHORT_NAMES: Final = ("fs",)
 CATEGORIES: Final = ("agents",)
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
+# Where a FeedbackStore's declaration stands in it; the inline form's is `inline.FEEDBACK_PATH`.
+SPEC_PATH: Final = "spec"
 
 Mode = Literal["Enforce", "Monitor"]
 DataType = Literal["NUMERIC", "BOOLEAN", "CATEGORICAL"]

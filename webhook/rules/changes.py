@@ -55,7 +55,7 @@ class _Score(NamedTuple):
     name: str
     data_type: str
     source: str
-    path: str  # where it is declared: spec.human.scores[i] or spec.external[j].score
+    path: str  # where it is declared: <spec>.human.scores[i] or <spec>.external[j].score
 
 
 class _View(NamedTuple):
@@ -89,20 +89,21 @@ def spec_changes(old_spec: object, new_spec: object) -> tuple[Change, ...]:
     return tuple(changes)
 
 
-def changed_fields(changes: Sequence[Change], new_spec: object) -> list[str]:
-    """The field path of `new_spec` where each of `changes` shows, for a position (the CLI's).
-
-    What is gone is shown at the list that no longer holds it.
+def changed_fields(
+    changes: Sequence[Change], new_spec: object, path: str = api.SPEC_PATH
+) -> list[str]:
+    """The field path of `new_spec`, standing at `path`, where each of `changes` shows, for a
+    position (the CLI's). What is gone is shown at the list that no longer holds it.
     """
-    new = _view(new_spec)
-    return [_field(change, new) for change in changes]
+    new = _view(new_spec, path)
+    return [_field(change, new, path) for change in changes]
 
 
-def _field(change: Change, new: _View) -> str:
+def _field(change: Change, new: _View, path: str) -> str:
     now = new.scores.get(change.new_name or change.name)
     kind = change.kind
     if kind in (ChangeKind.MODE_ENFORCED, ChangeKind.MODE_MONITORED):
-        return "spec.mode"
+        return f"{path}.mode"
     if kind is ChangeKind.CHANNEL_RENAMED:
         return new.channels[change.new_name].path.removesuffix(".score") + ".name"
     if kind is ChangeKind.SCORE_RENAMED and now is not None:
@@ -112,8 +113,8 @@ def _field(change: Change, new: _View) -> str:
     if kind is ChangeKind.SCORE_MOVED and now is not None:
         return now.path
     if change.source == HUMAN and kind is not ChangeKind.CHANNEL_REMOVED:
-        return "spec.human.scores"
-    return "spec.external"
+        return f"{path}.human.scores"
+    return f"{path}.external"
 
 
 def _channel_changes(
@@ -175,7 +176,7 @@ def _score_changes(score: _Score, new: _View, renamed: str | None, enforce: bool
     return changes
 
 
-def _view(spec: object) -> _View:
+def _view(spec: object, path: str = api.SPEC_PATH) -> _View:
     spec = spec if isinstance(spec, dict) else {}
     mode = spec.get("mode")
     human = spec.get("human")
@@ -183,7 +184,7 @@ def _view(spec: object) -> _View:
     declared = tuple(
         s
         for s in (
-            _score(e, HUMAN, f"spec.human.scores[{i}]") for i, e in enumerate(_items(entries))
+            _score(e, HUMAN, f"{path}.human.scores[{i}]") for i, e in enumerate(_items(entries))
         )
         if s is not None
     )
@@ -192,7 +193,7 @@ def _view(spec: object) -> _View:
         name = channel.get("name") if isinstance(channel, dict) else None
         if not isinstance(name, str) or not name or name in channels:
             continue
-        score = _score(channel.get("score"), name, f"spec.external[{index}].score")
+        score = _score(channel.get("score"), name, f"{path}.external[{index}].score")
         if score is not None:
             channels[name] = score
     scores: dict[str, _Score] = {}

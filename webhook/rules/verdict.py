@@ -65,9 +65,11 @@ def validate_feedbackstore(obj: object) -> Verdict:
     return validate_spec(obj.get("spec"))
 
 
-def validate_spec(spec: object) -> Verdict:
-    """Verdict for `spec` alone; a missing spec (None) declares no source."""
-    return _verdict(_spec(spec))
+def validate_spec(spec: object, path: str = api.SPEC_PATH) -> Verdict:
+    """Verdict for a FeedbackStore spec alone, its problems at paths under `path` (where it
+    stands: `spec` in a FeedbackStore, `spec.feedback` in an AgentDeployment, SPEC §8); a
+    missing spec (None) declares no source."""
+    return _verdict(_spec(spec, path))
 
 
 def _verdict(findings: Iterable[Finding]) -> Verdict:
@@ -85,19 +87,19 @@ def _verdict(findings: Iterable[Finding]) -> Verdict:
     return Verdict(tuple(problems), tuple(warnings), omitted)
 
 
-def _spec(spec: object) -> Iterator[Finding]:
+def _spec(spec: object, path: str) -> Iterator[Finding]:
     if spec is None:
-        yield required("spec", messages.MSG_NO_SOURCE)
+        yield required(path, messages.MSG_NO_SOURCE)
         return
     if type(spec) is not dict:
-        yield type_invalid("spec", spec, "object")
+        yield type_invalid(path, spec, "object")
         return
-    yield from unknown_fields(spec, SPEC_FIELDS, "spec")
-    yield from _mode(spec.get("mode"))
-    scores, human_names = yield from _human(spec.get("human"))
-    channels = yield from _external(spec.get("external"), human_names)
+    yield from unknown_fields(spec, SPEC_FIELDS, path)
+    yield from _mode(spec.get("mode"), f"{path}.mode")
+    scores, human_names = yield from _human(spec.get("human"), f"{path}.human")
+    channels = yield from _external(spec.get("external"), human_names, f"{path}.external")
     if scores == 0 and channels == 0:
-        yield required("spec", messages.MSG_NO_SOURCE)
+        yield required(path, messages.MSG_NO_SOURCE)
 
 
 def unknown_fields(obj: dict[str, Any], known: frozenset[str], path: str) -> list[Problem]:
@@ -111,27 +113,29 @@ def unknown_fields(obj: dict[str, Any], known: frozenset[str], path: str) -> lis
     return problems
 
 
-def _mode(mode: object) -> Iterator[Finding]:
+def _mode(mode: object, path: str) -> Iterator[Finding]:
     if mode is None:
         return
     if type(mode) is not str:
-        yield type_invalid("spec.mode", mode, "string")
+        yield type_invalid(path, mode, "string")
     elif mode not in api.MODES:
-        yield not_supported("spec.mode", mode, api.MODES)
+        yield not_supported(path, mode, api.MODES)
     elif mode == api.MONITOR_MODE:
-        yield FieldWarning("spec.mode", messages.WARN_MONITOR)
+        yield FieldWarning(path, messages.WARN_MONITOR)
 
 
-def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str, str]]]:
-    """Check `spec.human`; return how many scores it declares and each name's first item."""
+def _human(
+    human: object, owner: str
+) -> Generator[Finding, None, tuple[int | None, dict[str, str]]]:
+    """Check `<spec>.human`; return how many scores it declares and each name's first item."""
     if human is None:
         return 0, {}
     if type(human) is not dict:
-        yield type_invalid("spec.human", human, "object")
+        yield type_invalid(owner, human, "object")
         return None, {}
-    yield from unknown_fields(human, HUMAN_FIELDS, "spec.human")
+    yield from unknown_fields(human, HUMAN_FIELDS, owner)
     scores = human.get("scores")
-    path = "spec.human.scores"
+    path = f"{owner}.scores"
     if scores is None:
         yield required(path, messages.MSG_HUMAN_SCORES_REQUIRED)
         return 0, {}
@@ -156,12 +160,11 @@ def _human(human: object) -> Generator[Finding, None, tuple[int | None, dict[str
 
 
 def _external(
-    channels: object, human_names: dict[str, str]
+    channels: object, human_names: dict[str, str], path: str
 ) -> Generator[Finding, None, int | None]:
-    """Check `spec.external` against the human scores' names; return how many channels."""
+    """Check `<spec>.external` against the human scores' names; return how many channels."""
     if channels is None:
         return 0
-    path = "spec.external"
     if type(channels) is not list:
         yield type_invalid(path, channels, "array")
         return None

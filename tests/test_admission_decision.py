@@ -118,12 +118,12 @@ def test_the_denial_is_the_same_whatever_the_review_version_or_dry_run() -> None
     ("sent", "headline"),
     [
         pytest.param(update(duplicate_spec(), duplicate_spec()),
-                     "allowed because this update does not change spec, but spec is invalid "
-                     "(1 problem); fix it before changing spec",
+                     "allowed because spec is unchanged, but spec is invalid "
+                     "(1 problem); fix it before changing it",
                      id="an unchanged invalid spec is named in a warning"),
         pytest.param(update(duplicate_spec(), valid_spec(), deleting=True),
                      "allowed because the object is being deleted, but spec is invalid "
-                     "(1 problem); fix it before changing spec",
+                     "(1 problem); fix it before changing it",
                      id="an object being deleted with an invalid spec is warned about"),
     ],
 )  # fmt: skip

@@ -95,7 +95,7 @@ def get_only(path: str) -> str:
 # -- Admission warnings: allowed, and the user should know why (SPEC §3) -------------------
 # Why an UPDATE passes whatever its declaration (`spec`, or an agent's `spec.feedback`) says.
 def exempt_unchanged(path: str) -> str:
-    return f"this update does not change {path}"
+    return f"{path} is unchanged"
 
 
 EXEMPT_TERMINATING: Final = "the object is being deleted"
@@ -104,7 +104,7 @@ EXEMPT_TERMINATING: Final = "the object is being deleted"
 def warn_invalid_but_allowed(exemption: str, count: int, path: str) -> str:
     return (
         f"allowed because {exemption}, but {path} is invalid "
-        f"({counted(count, 'problem')}); fix it before changing {path}"
+        f"({counted(count, 'problem')}); fix it before changing it"
     )
 
 

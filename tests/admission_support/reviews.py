@@ -86,6 +86,7 @@ def review(
     group: str = GROUP,
     resource: str = PLURAL,
     kind: str = KIND,
+    version: str = VERSION,
     sub_resource: str = "",
     dry_run: bool = False,
     name: str | None = None,
@@ -96,8 +97,8 @@ def review(
         source = obj if obj is not None else old
         metadata = source.get("metadata") if isinstance(source, dict) else None
         name = metadata.get("name", "") if isinstance(metadata, dict) else ""
-    gvk = {"group": group, "version": VERSION, "kind": kind}
-    gvr = {"group": group, "version": VERSION, "resource": resource}
+    gvk = {"group": group, "version": version, "kind": kind}
+    gvr = {"group": group, "version": version, "resource": resource}
     request: dict[str, Any] = {
         "uid": uid or str(uuid.uuid4()),
         "kind": gvk,
@@ -148,3 +149,46 @@ def update(
             obj["metadata"]["finalizers"] = ["agents.ctxmesh.ai/gateway"]
         new["metadata"]["finalizers"] = []
     return review("UPDATE", new, old, **kwargs)
+
+
+AGENT_KIND = "AgentDeployment"
+AGENT_PLURAL = "agentdeployments"
+AGENT_VERSIONS = ("v1alpha1", "v1beta1")
+
+
+def agentdeployment(
+    feedback: Any, name: str = "support-agent", version: str = VERSION
+) -> dict[str, Any]:
+    """A stored AgentDeployment: the platform's own spec fields, and `feedback` when not None."""
+    obj = feedbackstore(None, name)
+    obj["apiVersion"], obj["kind"] = f"{GROUP}/{version}", AGENT_KIND
+    obj["spec"] = {"image": "registry.example/support-agent:1.4", "replicas": 2}
+    if feedback is not None:
+        obj["spec"]["feedback"] = feedback
+    return obj
+
+
+def agent_review(
+    operation: str, obj: Any = None, old: Any = None, *, version: str = VERSION, **kwargs: Any
+) -> dict[str, Any]:
+    """The review of `operation` on `agentdeployments` in `version`."""
+    return review(
+        operation, obj, old, kind=AGENT_KIND, resource=AGENT_PLURAL, version=version, **kwargs
+    )
+
+
+def agent_update(
+    new_feedback: Any, old_feedback: Any, *, deleting: bool = False, **kwargs: Any
+) -> dict[str, Any]:
+    """An UPDATE of an agent from `old_feedback` to `new_feedback`, relabelled and rescaled."""
+    old = agentdeployment(old_feedback)
+    new = agentdeployment(new_feedback)
+    new["metadata"] = copy.deepcopy(old["metadata"])
+    new["metadata"]["labels"]["team"] = "support"
+    new["spec"]["replicas"] = 3
+    if deleting:
+        for obj in (old, new):
+            obj["metadata"]["deletionTimestamp"] = "2026-01-06T09:00:00Z"
+            obj["metadata"]["finalizers"] = ["agents.ctxmesh.ai/gateway"]
+        new["metadata"]["finalizers"] = []
+    return agent_review("UPDATE", new, old, **kwargs)

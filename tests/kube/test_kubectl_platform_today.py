@@ -278,8 +278,8 @@ def test_an_object_created_before_the_webhook_can_be_labelled_deleted_and_releas
     )
     assert labelled.printed == succeeded(
         "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources labeled\n",
-        "Warning: allowed because this update does not change spec, but spec is invalid "
-        "(1 problem); fix it before changing spec\n" + invalid,
+        "Warning: allowed because spec is unchanged, but spec is invalid "
+        "(1 problem); fix it before changing it\n" + invalid,
     )
     assert deleted.printed == succeeded(
         'feedbackstore.agents.ctxmesh.ai "duplicate-across-sources" deleted from agents namespace\n'
@@ -287,7 +287,7 @@ def test_an_object_created_before_the_webhook_can_be_labelled_deleted_and_releas
     assert released.printed == succeeded(
         "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources patched\n",
         "Warning: allowed because the object is being deleted, but spec is invalid (1 problem); "
-        "fix it before changing spec\n" + invalid,
+        "fix it before changing it\n" + invalid,
     )
     assert user.run("kubectl get fs duplicate-across-sources").printed == failed(
         'Error from server (NotFound): feedbackstores.agents.ctxmesh.ai "duplicate-across-sources"'

@@ -217,8 +217,8 @@ def test_an_object_from_before_the_rules_can_be_labelled_deleted_and_released(
     )
     assert labelled.printed == succeeded(
         "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources labeled\n",
-        cel + "Warning: allowed because this update does not change spec, but spec is invalid "
-        "(1 problem); fix it before changing spec\n" + webhook,
+        cel + "Warning: allowed because spec is unchanged, but spec is invalid "
+        "(1 problem); fix it before changing it\n" + webhook,
     )
     assert changed.printed == failed(ACROSS_REFUSED), "a change under the rule's node is judged"
     assert deleted.printed == succeeded(
@@ -227,6 +227,6 @@ def test_an_object_from_before_the_rules_can_be_labelled_deleted_and_released(
     assert released.printed == succeeded(
         "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources patched\n",
         cel + "Warning: allowed because the object is being deleted, but spec is invalid "
-        "(1 problem); fix it before changing spec\n" + webhook,
+        "(1 problem); fix it before changing it\n" + webhook,
     )
     assert user.run("kubectl get fs -o name").stdout == "", "released, so gone"

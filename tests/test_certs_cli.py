@@ -101,6 +101,7 @@ def test_the_cabundle_patch_holds_the_ca(tmp_path: pathlib.Path) -> None:
     assert names == [
         "validate.feedbackstores.agents.ctxmesh.ai",
         "warn-delete.feedbackstores.agents.ctxmesh.ai",  # in-use warnings on DELETE
+        "validate.agentdeployments.agents.ctxmesh.ai",  # the inline form (SPEC §8)
     ]
     for webhook in patch["webhooks"]:
         ca = base64.b64decode(webhook["clientConfig"]["caBundle"])

@@ -25,7 +25,7 @@ def docs() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
     configuration = find(docs, "ValidatingWebhookConfiguration", WEBHOOK)
-    webhook, _ = configuration["webhooks"]
+    webhook, _, _ = configuration["webhooks"]
     result: dict[str, Any] = webhook
     return result
 
@@ -33,9 +33,36 @@ def hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def delete_hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The second entry: warnings on DELETE only (SPEC §7)."""
-    _, webhook = find(docs, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
+    _, webhook, _ = find(docs, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
     result: dict[str, Any] = webhook
     return result
+
+
+@pytest.fixture(scope="module")
+def agent_hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The third entry: the inline form, AgentDeployment.spec.feedback (SPEC §8)."""
+    _, _, webhook = find(docs, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
+    result: dict[str, Any] = webhook
+    return result
+
+
+def test_the_agent_entry_judges_writes_of_both_versions_and_fails_open(
+    hook: dict[str, Any], agent_hook: dict[str, Any]
+) -> None:
+    """An agent's deploy must never wait on this webhook's outage: Ignore, a short timeout, and
+    never the status subresource (the platform writes it)."""
+    assert agent_hook["name"] == "validate.agentdeployments.agents.ctxmesh.ai"
+    assert agent_hook["failurePolicy"] == "Ignore"
+    assert agent_hook["rules"] == [{
+        "apiGroups": ["agents.ctxmesh.ai"], "apiVersions": ["v1alpha1", "v1beta1"],
+        "operations": ["CREATE", "UPDATE"], "resources": ["agentdeployments"],
+        "scope": "Namespaced"}]  # fmt: skip
+    assert agent_hook["timeoutSeconds"] <= hook["timeoutSeconds"]
+    assert [c["name"] for c in agent_hook["matchConditions"]] == [
+        "feedback-set", "feedback-changed", "not-being-deleted"]  # fmt: skip
+    same = ("admissionReviewVersions", "sideEffects", "matchPolicy", "clientConfig",
+            "namespaceSelector")  # fmt: skip
+    assert {k: agent_hook[k] for k in same} == {k: hook[k] for k in same}
 
 
 def test_the_delete_entry_only_warns_and_never_blocks(
@@ -433,12 +460,11 @@ def test_cert_manager_injects_the_serving_certificate_ca_into_the_webhook(
 
 
 def test_cert_manager_keeps_every_webhook_setting_of_the_base(
-    cert_manager: list[dict[str, Any]], hook: dict[str, Any], delete_hook: dict[str, Any]
-) -> None:
-    patched, patched_delete = find(cert_manager, "ValidatingWebhookConfiguration", WEBHOOK)[
-        "webhooks"]  # fmt: skip
-    assert patched == hook
-    assert patched_delete == delete_hook
+    cert_manager: list[dict[str, Any]], hook: dict[str, Any], delete_hook: dict[str, Any],
+    agent_hook: dict[str, Any],
+) -> None:  # fmt: skip
+    patched = find(cert_manager, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
+    assert patched == [hook, delete_hook, agent_hook]
 
 
 def test_cert_manager_chain_is_self_signed_then_ca_then_serving(

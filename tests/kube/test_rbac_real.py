@@ -211,7 +211,9 @@ def test_apply_k_manifests_is_accepted_as_shipped_dry_run_and_for_real(
         webhook = stored(control_plane, {"apiVersion": "admissionregistration.k8s.io/v1",
                          "kind": "ValidatingWebhookConfiguration",
                          "metadata": {"name": WEBHOOK_CONFIGURATION}})  # fmt: skip
-        entry, delete_entry = webhook["webhooks"]
+        entry, delete_entry, agent_entry = webhook["webhooks"]
+        assert (agent_entry["failurePolicy"], agent_entry["rules"][0]["resources"]) == (
+            "Ignore", ["agentdeployments"])  # fmt: skip
         assert (delete_entry["failurePolicy"], delete_entry["rules"][0]["operations"]) == (
             "Ignore", ["DELETE"])  # fmt: skip
         assert entry["clientConfig"]["service"] == {

@@ -14,6 +14,8 @@ from webhook.manifests.render import render_yaml
 WEBHOOK_NAME = "validate.feedbackstores.agents.ctxmesh.ai"
 # The DELETE-only entry that warns when agents still use a store (SPEC §7).
 DELETE_WEBHOOK_NAME = "warn-delete.feedbackstores.agents.ctxmesh.ai"
+# The entry judging the inline form, AgentDeployment.spec.feedback (SPEC §8).
+AGENT_WEBHOOK_NAME = "validate.agentdeployments.agents.ctxmesh.ai"
 SECRET_FILE = "secret.yaml"  # noqa: S105 (a file name)
 PATCH_FILE = "cabundle-patch.yaml"
 _HEADER = "Written by `feedbackstore-webhook certs`; rerun it rather than editing this file."
@@ -48,7 +50,7 @@ def write_overlay(out_dir: pathlib.Path, files: ServingFiles, namespace: str, ba
         "metadata": {"name": WEBHOOK_CONFIGURATION},
         "webhooks": [
             {"name": name, "clientConfig": {"caBundle": ca_cert}}
-            for name in (WEBHOOK_NAME, DELETE_WEBHOOK_NAME)
+            for name in (WEBHOOK_NAME, DELETE_WEBHOOK_NAME, AGENT_WEBHOOK_NAME)
         ],
     }
     kustomization = {

@@ -423,7 +423,7 @@ def readme_section(section: str = SECTION) -> str:
 
 
 def readme_blocks(section: str = SECTION) -> list[str]:
-    """The console blocks of the README section, in order (text between the fences)."""
+    """The console blocks of a README section, in order (text between the fences)."""
     return re.findall(r"^```console\n(.*?)^```$", readme_section(section), re.S | re.M)
 
 

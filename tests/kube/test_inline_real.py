@@ -244,10 +244,11 @@ FEEDBACK = {
                          {"name": "tone", "dataType": "CATEGORICAL"}]},
     "external": [{"name": "csat-webhook", "score": {"name": "csat"}}],
 }  # fmt: skip
+# Three problems: two of the platform's invariants (its CEL says the first) and a channel name.
 INVALID_FEEDBACK = {
     "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]},
     "external": [{"name": "csat-webhook", "score": {"name": "csat"}},
-                 {"name": "csat-webhook", "score": {"name": "nps"}}],
+                 {"name": "csat-webhook", "score": {"name": "thumbs"}}],
 }  # fmt: skip
 CHANNELS_FEEDBACK = {
     "human": {"scores": [{"name": "thumbs"}]},

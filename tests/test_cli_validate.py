@@ -134,6 +134,7 @@ def test_json_output_has_the_documented_shape(tmp_path: Path) -> None:
     assert body["results"][1] == {
         "source": str(path),
         "document": 3,
+        "kind": "FeedbackStore",
         "namespace": "agents",
         "name": "invalid-store",
         "valid": False,

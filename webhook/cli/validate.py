@@ -16,7 +16,8 @@ from webhook.cli.manifest_files import Document, ReadError, objects, read_all
 from webhook.cli.validate_output import RENDERERS
 from webhook.cli.validate_report import ChangeWarning, Report, Result, locate
 from webhook.kube.objects import metadata_of
-from webhook.rules.manifest import check_manifest, is_feedbackstore
+from webhook.rules.forms import INLINE, STORE, Form
+from webhook.rules.manifest import check_manifest, declaring_form, is_agentdeployment
 
 # Set by `kustomize build` with `buildMetadata: [originAnnotations]`: a YAML mapping whose `path`
 # (with `repo` for a remote base) names the file someone edits, not the built stream.
@@ -25,8 +26,9 @@ DELETED: Final = (
     "FeedbackStore deleted: the agents that reference it lose their store, and its scores "
     "their gate"
 )
-# A FeedbackStore `--previous` matches by name: its source, its node and the store.
-_Named = tuple[str, yaml.Node | None, dict[str, Any]]
+# A declaration `--previous` matches by kind, namespace and name: its source, its node, its
+# object and its form.
+_Named = tuple[str, yaml.Node | None, dict[str, Any], Form]
 
 
 def register(subparsers: Any) -> None:
@@ -34,9 +36,10 @@ def register(subparsers: Any) -> None:
         "validate",
         help="check FeedbackStore manifests offline (files, directories, - for stdin)",
         description=(
-            "Check every FeedbackStore in YAML/JSON files (multi-document files, directories "
-            "recursively: *.yaml, *.yml, *.json; - reads stdin) with the same rules as the "
-            f"admission webhook. Other kinds are skipped. Exit {EXIT_OK}: all valid; "
+            "Check every FeedbackStore, and every AgentDeployment's spec.feedback, in YAML/JSON "
+            "files (multi-document files, directories recursively: *.yaml, *.yml, *.json; - "
+            "reads stdin) with the same rules as the admission webhook. Other kinds, and "
+            "AgentDeployments without spec.feedback, are skipped. Exit {EXIT_OK}: all valid; "
             f"{EXIT_PROBLEMS}: some invalid; {EXIT_UNUSABLE}: some input could not be read or "
             "parsed."
         ),
@@ -48,14 +51,15 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--warnings-as-errors",
         action="store_true",
-        help="count a FeedbackStore with warnings as invalid",
+        help="count a FeedbackStore (or an agent's spec.feedback) with warnings as invalid",
     )
     parser.add_argument(
         "--previous",
         nargs="+",
         metavar="PATH",
         help="the previous versions (file, directory or -; after the paths): warn of what the "
-        "change does to score ingestion, per FeedbackStore matched by namespace and name",
+        "change does to score ingestion, per FeedbackStore (or AgentDeployment's spec.feedback) "
+        "matched by kind, namespace and name",
     )
     parser.set_defaults(func=run)
 
@@ -89,19 +93,23 @@ def _check(
 ) -> None:
     if content is None:
         return  # an empty document (a stray `---`) is nothing at all
-    if not isinstance(content, dict) or not is_feedbackstore(content):
+    if not isinstance(content, dict) or (form := declaring_form(content)) is None:
         report.skipped += 1
         return
-    report.results.append(result_of(document, content, node, strict))
+    report.results.append(result_of(document, content, node, strict, form))
 
 
 def result_of(
-    document: Document, store: dict[str, Any], node: yaml.Node | None, strict: bool = False
+    document: Document,
+    obj: dict[str, Any],
+    node: yaml.Node | None,
+    strict: bool = False,
+    form: Form = STORE,
 ) -> Result:
-    """A FeedbackStore's verdict placed in its source (what `migrate` prints of a store too)."""
-    checked = check_manifest(store)
+    """A declaration's verdict placed in its source (what `migrate` prints of a store too)."""
+    checked = check_manifest(obj, form)
     kept = node if checked.verdict.problems or checked.verdict.warnings else None
-    return Result(document.source, document.index, checked, strict, kept, origin(store),
+    return Result(document.source, document.index, checked, strict, kept, origin(obj),
                   locate(node, ""))  # fmt: skip
 
 
@@ -122,37 +130,47 @@ def origin(manifest: dict[str, Any]) -> str | None:
 def change_warnings(
     current: Sequence[Document], previous: Sequence[str]
 ) -> tuple[list[ChangeWarning], list[ReadError]]:
-    """`--previous` (issue 17): each change from a store in `previous` to the same namespace/name
-    in `current` (stdin is read once), said as the webhook says it on UPDATE, at the changed value;
-    a store gone is a warning where it stood. And the unreadable previous inputs."""
+    """`--previous` (issue 17): each change from a declaration in `previous` to the same kind and
+    namespace/name in `current` (stdin is read once), said as the webhook says it on UPDATE, at
+    the changed value; a store gone is a warning where it stood (an agent gone, or without
+    spec.feedback now, is not: the webhook is not asked either). And the unreadable inputs."""
     from webhook.rules.change_messages import change_sentence
     from webhook.rules.changes import changed_fields, spec_changes
 
     read = list(read_all(previous))
-    before = _by_label([each for each in read if isinstance(each, Document)])
+    before = _by_label([each for each in read if isinstance(each, Document)], previous=True)
     now = _by_label(current)
     warnings: list[ChangeWarning] = []
-    for label, (old_source, old_node, old) in before.items():
-        if label not in now:
-            warnings.append(ChangeWarning(old_source, locate(old_node, ""), label, "", DELETED))
+    for key, (old_source, old_node, old, form) in before.items():
+        label = key[1]
+        if key not in now:
+            if form is STORE:
+                warnings.append(ChangeWarning(old_source, locate(old_node, ""), label, "", DELETED))
             continue
-        source, node, new = now[label]
-        spec = new.get("spec")
-        changes = spec_changes(old.get("spec"), spec)
+        source, node, new, _ = now[key]
+        spec = form.declaration(new)
+        changes = spec_changes(form.declaration(old), spec)
         warnings += [
-            ChangeWarning(source, locate(node, field), label, field, change_sentence(change))
-            for change, field in zip(changes, changed_fields(changes, spec), strict=True)
-        ]
+            ChangeWarning(source, locate(node, field), label, field, change_sentence(change),
+                          form.kind)
+            for change, field in zip(changes, changed_fields(changes, spec, form.path), strict=True)
+        ]  # fmt: skip
     return warnings, [each for each in read if isinstance(each, ReadError)]
 
 
-def _by_label(documents: Sequence[Document]) -> dict[str, _Named]:
-    """Each named FeedbackStore by `namespace/name` (the first of a name wins)."""
-    found: dict[str, _Named] = {}
+def _by_label(
+    documents: Sequence[Document], *, previous: bool = False
+) -> dict[tuple[str, str], _Named]:
+    """Each named declaration by kind and `namespace/name` (the first of a name wins); with
+    `previous`, agents without spec.feedback too (a declaration added is no change to say)."""
+    found: dict[tuple[str, str], _Named] = {}
     for document in documents:
-        for store, node in objects(document.content, document.node):
-            if isinstance(store, dict) and is_feedbackstore(store) and (label := _label(store)):
-                found.setdefault(label, (document.source, node, store))
+        for obj, node in objects(document.content, document.node):
+            if not isinstance(obj, dict) or not (label := _label(obj)):
+                continue
+            form = declaring_form(obj) or (INLINE if previous and is_agentdeployment(obj) else None)
+            if form is not None:
+                found.setdefault((form.kind, label), (document.source, node, obj, form))
     return found
 
 

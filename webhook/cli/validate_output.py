@@ -76,6 +76,7 @@ def _result_json(result: Result) -> dict[str, object]:
         **({"origin": result.origin} if result.origin else {}),
         "source": result.source,
         "document": result.document,
+        "kind": result.checked.kind,
         "namespace": result.checked.namespace,
         "name": result.checked.name,
         "valid": result.valid,
@@ -117,12 +118,12 @@ def github(report: Report, changes: Changes) -> bytes:
     lines = [
         command("warning" if warned else "error", _said(r, e), file=r.source,
                 line=e.position.line, col=e.position.column,
-                title=f"FeedbackStore {r.label()}: {e.type}")
+                title=f"{r.checked.kind} {r.label()}: {e.type}")
         for r, e, warned in _entries(report)
     ]  # fmt: skip
     lines += [
         command("warning", c.said, file=c.source, line=c.position.line, col=c.position.column,
-                title=f"FeedbackStore {c.label}: {CHANGE}")
+                title=f"{c.kind} {c.label}: {CHANGE}")
         for c in changes or ()
     ]  # fmt: skip
     lines += [
@@ -154,7 +155,8 @@ def junit(report: Report, changes: Changes) -> bytes:
         )
         if problems := result.problem_entries():
             count = counted(len(problems), "problem")
-            failure = ET.SubElement(case, "failure", message=count, type="FeedbackStoreInvalid")
+            invalid = f"{result.checked.kind}Invalid"
+            failure = ET.SubElement(case, "failure", message=count, type=invalid)
             failure.text = "\n".join(_junit_line(result, e) for e in problems)
         if warnings := result.warning_entries():
             out = ET.SubElement(case, "system-out")

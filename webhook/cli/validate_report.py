@@ -1,4 +1,5 @@
-"""What `validate` found: each FeedbackStore's verdict placed in its source, so every output
+"""What `validate` found: each declaration's verdict (a FeedbackStore, or an AgentDeployment's
+`spec.feedback`) placed in its source, so every output
 format says a problem with one field, message and position. A position is the YAML composer's
 own mark on the node a field path leads to (JSON is YAML too), never a search of the text."""
 
@@ -11,6 +12,7 @@ import yaml
 from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
 from webhook.cli.manifest_files import ReadError
 from webhook.rules.field_errors import ErrorType
+from webhook.rules.forms import INLINE, STORE
 from webhook.rules.manifest import ManifestVerdict
 from webhook.rules.messages import counted, more_problems
 
@@ -78,7 +80,7 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """One checked FeedbackStore; `node` (its document's tree) is kept only when something is to
+    """One checked declaration; `node` (its document's tree) is kept only when something is to
     be placed in it, `start` is where the store itself starts."""
 
     source: str
@@ -111,7 +113,8 @@ class Result:
         ]
         if verdict.omitted:
             message = more_problems(verdict.omitted)
-            entries.append(Entry("spec", "Omitted", message, self.position("spec")))
+            path = INLINE.path if self.checked.kind == INLINE.kind else STORE.path
+            entries.append(Entry(path, "Omitted", message, self.position(path)))
         if self.warnings_are_errors:
             entries.extend(self.warning_entries())
         return entries
@@ -132,13 +135,15 @@ class Result:
 @dataclass(frozen=True, slots=True)
 class ChangeWarning:
     """What a change from the previous manifests does (`validate --previous`), where it shows;
-    no `field` for a store deleted outright (placed where it stood)."""
+    no `field` for a store deleted outright (placed where it stood); `kind` is the declaring
+    object's."""
 
     source: str
     position: Position
     label: str
     field: str
     message: str
+    kind: str = STORE.kind
 
     @property
     def said(self) -> str:
@@ -162,8 +167,12 @@ class Report:
 
 
 def summary(report: Report) -> str:
+    """`2 FeedbackStores checked, ...`; with agents `2 FeedbackStores and 1 AgentDeployment`."""
+    agents = sum(1 for r in report.results if r.checked.kind == INLINE.kind)
+    counts = ((STORE.kind, len(report.results) - agents), (INLINE.kind, agents))
+    checked = [counted(n, kind) for kind, n in counts if n] or [counted(0, STORE.kind)]
     text = (
-        f"{counted(len(report.results), 'FeedbackStore')} checked, {report.invalid} invalid, "
+        f"{' and '.join(checked)} checked, {report.invalid} invalid, "
         f"{counted(report.skipped, 'other document')} skipped"
     )
     if report.errors:

@@ -1,8 +1,10 @@
-"""Which decoded documents are FeedbackStores, and their full offline verdict.
+"""Which decoded documents declare a FeedbackStore, and their full offline verdict.
 
-Offline there is no API server to check `apiVersion`, `kind` or `metadata`, so
-a manifest's verdict adds those checks to the spec verdict. Pure: documents in,
-verdicts out.
+Two forms do (`forms`): a FeedbackStore, and an AgentDeployment with
+`spec.feedback` (SPEC §8); an agent without it declares nothing and is skipped
+like any other kind. Offline there is no API server to check `apiVersion`,
+`kind` or `metadata`, so a manifest's verdict adds those checks to the
+declaration's. Pure: documents in, verdicts out.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.rules import api
 from webhook.rules.field_errors import Problem, not_supported, required
+from webhook.rules.forms import INLINE, STORE, Form
 from webhook.rules.metadata import validate_metadata
-from webhook.rules.verdict import Verdict, unknown_fields, validate_spec
+from webhook.rules.verdict import Verdict, unknown_fields
 
 _KNOWN_TOP_LEVEL = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 
@@ -24,13 +26,32 @@ class ManifestVerdict:
     namespace: str | None
     name: str | None
     verdict: Verdict
+    kind: str = STORE.kind
+
+
+def _is(form: Form, doc: dict[str, Any]) -> bool:
+    """Of `form`'s kind, in any version of its group (a wrong version is a problem, not a skip)."""
+    api_version = doc.get("apiVersion")
+    group = api_version.partition("/")[0] if isinstance(api_version, str) else None
+    return doc.get("kind") == form.kind and group in (form.group, None)
 
 
 def is_feedbackstore(doc: dict[str, Any]) -> bool:
-    """A FeedbackStore of any version of our group (a wrong version is a problem, not a skip)."""
-    api_version = doc.get("apiVersion")
-    group = api_version.partition("/")[0] if isinstance(api_version, str) else None
-    return doc.get("kind") == api.KIND and group in (api.GROUP, None)
+    return _is(STORE, doc)
+
+
+def is_agentdeployment(doc: dict[str, Any]) -> bool:
+    """An AgentDeployment, whether or not it declares `spec.feedback`."""
+    return _is(INLINE, doc)
+
+
+def declaring_form(doc: dict[str, Any]) -> Form | None:
+    """The form of a document that declares a FeedbackStore; None for anything else."""
+    if is_feedbackstore(doc):
+        return STORE
+    if is_agentdeployment(doc) and INLINE.declaration(doc) is not None:
+        return INLINE
+    return None
 
 
 def list_items(doc: dict[str, Any]) -> Iterator[object]:
@@ -41,18 +62,19 @@ def list_items(doc: dict[str, Any]) -> Iterator[object]:
         yield from items
 
 
-def check_manifest(doc: dict[str, Any]) -> ManifestVerdict:
-    """Verdict for a FeedbackStore manifest: identity, metadata and spec, all problems at once."""
+def check_manifest(doc: dict[str, Any], form: Form = STORE) -> ManifestVerdict:
+    """Verdict for a manifest of `form`: identity, metadata and the declaration, all problems
+    at once."""
     head: list[Problem] = []
     api_version = doc.get("apiVersion")
     if api_version is None:
-        head.append(required("apiVersion", f"expected {api.API_VERSION}"))
-    elif api_version != api.API_VERSION:
-        head.append(not_supported("apiVersion", api_version, (api.API_VERSION,)))
+        head.append(required("apiVersion", f"expected {' or '.join(form.api_versions)}"))
+    elif api_version not in form.api_versions:
+        head.append(not_supported("apiVersion", api_version, form.api_versions))
     metadata = doc.get("metadata")
     head.extend(validate_metadata(metadata))
     head.extend(unknown_fields(doc, _KNOWN_TOP_LEVEL, ""))
-    spec_verdict = validate_spec(doc.get("spec"))
+    spec_verdict = form.verdict(doc)
     verdict = Verdict((*head, *spec_verdict.problems), spec_verdict.warnings, spec_verdict.omitted)
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     name = metadata.get("name") if isinstance(metadata, dict) else None
@@ -60,4 +82,5 @@ def check_manifest(doc: dict[str, Any]) -> ManifestVerdict:
         namespace if isinstance(namespace, str) else None,
         name if isinstance(name, str) else None,
         verdict,
+        form.kind,
     )

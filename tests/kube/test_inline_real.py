@@ -381,6 +381,7 @@ def agent_webhook_annotations(plane: ControlPlane, verb: str, namespace: str, na
     return found[:count]
 
 
+@pytest.mark.usefixtures("namespace")  # the AgentDeployment CRD and the registration
 def test_an_agent_update_leaving_spec_feedback_alone_is_never_sent_to_the_webhook(
     control_plane: ControlPlane, server: WebhookServer
 ) -> None:
@@ -400,7 +401,11 @@ def test_an_agent_update_leaving_spec_feedback_alone_is_never_sent_to_the_webhoo
         return result.stderr
 
     before = reviews_answered(server)
+    nulled = {**agent("nulled-agent", image="support-agent:1.4"), "spec": {"feedback": None}}
     outputs = [
+        # a null is pruned before admission: no spec.feedback, not sent
+        plane.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(nulled),
+                      check=True).stderr,
         kubectl("patch", "agentdeployment", "legacy-agent", "--type=merge",
                 "-p", '{"spec":{"replicas":3,"image":"support-agent:1.4"}}'),
         kubectl("label", "agentdeployment", "legacy-agent", "team=support"),
@@ -418,6 +423,7 @@ def test_an_agent_update_leaving_spec_feedback_alone_is_never_sent_to_the_webhoo
     patches = agent_webhook_annotations(plane, "patch", namespace, "legacy-agent", 5)
     assert patches == [{}] * 5
     assert agent_webhook_annotations(plane, "delete", namespace, "legacy-agent", 1) == [{}]
+    assert agent_webhook_annotations(plane, "create", namespace, "nulled-agent", 1) == [{}]
 
     # the control: a change of spec.feedback on a live agent is sent, and audited
     plane.kubectl("create", "-n", namespace, "-f", "-", check=True,

@@ -72,7 +72,7 @@ def check_manifest(doc: dict[str, Any], form: Form = STORE) -> ManifestVerdict:
     elif api_version not in form.api_versions:
         head.append(not_supported("apiVersion", api_version, form.api_versions))
     metadata = doc.get("metadata")
-    head.extend(validate_metadata(metadata))
+    head.extend(validate_metadata(metadata, form.kind))
     head.extend(unknown_fields(doc, _KNOWN_TOP_LEVEL, ""))
     spec_verdict = form.verdict(doc)
     verdict = Verdict((*head, *spec_verdict.problems), spec_verdict.warnings, spec_verdict.omitted)

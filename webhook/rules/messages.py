@@ -35,8 +35,11 @@ WARN_MONITOR: Final = (
 )
 WARN_NO_CATEGORIES: Final = "CATEGORICAL score declares no categories, so any label is accepted"
 
-# Offline only (the CLI): in a cluster the API server requires the name itself.
-MSG_NAME_REQUIRED: Final = "a FeedbackStore needs a name"
+
+def name_required(kind: str) -> str:
+    """`a FeedbackStore needs a name`, `an AgentDeployment needs a name`. Offline only (the
+    CLI): in a cluster the API server requires the name itself."""
+    return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind} needs a name"
 
 
 def first_declared_at(why: str, first: str) -> str:

@@ -28,16 +28,16 @@ _LABEL_MSG = (
 )
 
 
-def validate_metadata(metadata: object) -> list[Problem]:
+def validate_metadata(metadata: object, kind: str = api.KIND) -> list[Problem]:
     """Problems with `metadata.name` (required) and `metadata.namespace` (optional)."""
     if metadata is None:
-        return [required("metadata.name", messages.MSG_NAME_REQUIRED)]
+        return [required("metadata.name", messages.name_required(kind))]
     if type(metadata) is not dict:
         return [type_invalid("metadata", metadata, "object")]
     problems: list[Problem] = []
     name = metadata.get("name")
     if name is None or name == "":
-        problems.append(required("metadata.name", messages.MSG_NAME_REQUIRED))
+        problems.append(required("metadata.name", messages.name_required(kind)))
     else:
         problems.extend(
             _check_dns(name, "metadata.name", api.MAX_OBJECT_NAME_LENGTH, subdomain=True)

@@ -1,5 +1,6 @@
 """`feedbackstore-webhook manifests crd`: print or write the generated CRD (the committed one in
-`manifests/crd/`); `--check` compares instead, for CI and pre-commit."""
+`manifests/crd/`); `manifests chart`: write the Helm chart's generated files from `manifests/`
+(webhook/manifests/chart.py). `--check` compares instead, for CI and pre-commit."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ HEADER = (
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "manifests",
-        help="generate manifests derived from the rules (the CRD)",
+        help="generate manifests derived from the rules (the CRD) or from manifests/ (the chart)",
         description="Generate Kubernetes manifests derived from the FeedbackStore rules.",
     )
     kinds = parser.add_subparsers(dest="manifest", required=True, metavar="MANIFEST")
@@ -36,6 +37,20 @@ def register(subparsers: Any) -> None:
         help=f"with --out: exit {EXIT_PROBLEMS} if the file differs, write nothing",
     )
     crd.set_defaults(func=run)
+    chart = kinds.add_parser(
+        "chart",
+        help="the Helm chart's templates and values, generated from manifests/",
+        description="Write the generated files of the Helm chart (templates mirroring manifests/, "
+        "values.yaml, Chart.yaml) into --out; the chart's hand-written files are left alone.",
+    )
+    chart.add_argument("--manifests", type=pathlib.Path, default=pathlib.Path("manifests"))
+    chart.add_argument("--out", type=pathlib.Path, required=True, help="the chart's directory")
+    chart.add_argument(
+        "--check",
+        action="store_true",
+        help=f"exit {EXIT_PROBLEMS} if a generated file differs or is stale, write nothing",
+    )
+    chart.set_defaults(func=run_chart)
 
 
 def crd_text() -> str:
@@ -64,5 +79,39 @@ def run(args: argparse.Namespace) -> int:
     except OSError as error:
         doing = "read" if args.check else "write"
         print(f"manifests crd: cannot {doing} {out}: {error.strerror}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    return EXIT_OK
+
+
+def run_chart(args: argparse.Namespace) -> int:
+    from webhook.manifests.chart import chart_files, generated_by_us
+
+    out: pathlib.Path = args.out
+    try:
+        wanted = chart_files(args.manifests, out.as_posix())
+        present = {
+            path.relative_to(out).as_posix(): path.read_text(encoding="utf-8")
+            for path in out.rglob("*")
+            if path.is_file() and path.suffix in (".yaml", ".tpl", ".txt")
+        } if out.is_dir() else {}  # fmt: skip
+    except (OSError, ValueError) as error:
+        print(f"manifests chart: {error}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    stale = sorted(p for p, text in present.items() if generated_by_us(text) and p not in wanted)
+    changed = sorted(p for p, text in wanted.items() if present.get(p) != text)
+    if args.check:
+        if not stale and not changed:
+            return EXIT_OK
+        for path in [*changed, *stale]:
+            print(f"{out / path} is stale: run feedbackstore-webhook manifests chart --out {out}")
+        return EXIT_PROBLEMS
+    try:
+        for path in stale:
+            (out / path).unlink()
+        for path in changed:
+            (out / path).parent.mkdir(parents=True, exist_ok=True)
+            (out / path).write_text(wanted[path], encoding="utf-8")
+    except OSError as error:
+        print(f"manifests chart: cannot write {out}: {error.strerror}", file=sys.stderr)
         return EXIT_UNUSABLE
     return EXIT_OK

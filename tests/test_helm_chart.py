@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import os
 import pathlib
 import subprocess
 import sys
@@ -77,14 +78,26 @@ def _without_chart_marks(doc: dict[str, Any]) -> dict[str, Any]:
             continue
         for label in CHART_LABELS:
             metadata.get("labels", {}).pop(label, None)
-        metadata.get("annotations", {}).pop("helm.sh/resource-policy", None)
+        (metadata.get("annotations") or {}).pop("helm.sh/resource-policy", None)
         if not metadata.get("annotations"):
             metadata.pop("annotations", None)
     return doc
 
 
 def _keyed(docs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(d["kind"], d["metadata"]["name"]): _without_chart_marks(d) for d in docs}
+    """The objects by kind and name, less the chart's marks and its `helm test` hooks."""
+    return {
+        (d["kind"], d["metadata"]["name"]): _without_chart_marks(d)
+        for d in docs
+        if "helm.sh/hook" not in (d["metadata"].get("annotations") or {})
+    }
+
+
+def _set(value: Any) -> Any:
+    """A knob's value as it lands: Helm merges maps into the defaults, and a null drops a key."""
+    if isinstance(value, dict):
+        return {k: _set(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def test_the_committed_chart_is_what_the_generator_writes_from_manifests() -> None:
@@ -151,8 +164,9 @@ def test_the_monitoring_switches_render_the_monitoring_component(tmp_path: pathl
     rendered = _keyed(
         template("--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
     )
+    base = os.path.relpath(MANIFESTS, tmp_path)
     (tmp_path / "kustomization.yaml").write_text(
-        yaml.safe_dump({"resources": [str(MANIFESTS)], "components": [str(MANIFESTS / "monitoring")]})
+        yaml.safe_dump({"resources": [base], "components": [f"{base}/monitoring"]})
     )
     overlay = _keyed(
         [d for d in kustomize(tmp_path) if d["kind"] not in ("Namespace", "CustomResourceDefinition")]
@@ -224,7 +238,7 @@ VWC = ("ValidatingWebhookConfiguration", "feedbackstore-webhook")
 def test_every_knob_reaches_its_field(
     knobs: list[dict[str, Any]], target: tuple[str, str], path: str, expected: Any
 ) -> None:
-    assert _at(knobs, *target, path) == expected
+    assert _at(knobs, *target, path) == _set(expected)
 
 
 def test_the_writer_pdb_can_be_left_out_and_the_crd_not_kept(knobs: list[dict[str, Any]]) -> None:
@@ -252,6 +266,9 @@ def test_tls_values_write_the_secret_and_every_entry_s_ca_bundle(
                      id="tls from values without the files says which to give"),
         pytest.param(["--set", "tls.source=vault"], 'tls.source "vault": use existingSecret',
                      id="an unknown tls source names the three"),
+        pytest.param(["--set", "webhook.podDisruptionBudget.maxUnavailable=1"],
+                     "webhook.podDisruptionBudget has both minAvailable and maxUnavailable",
+                     id="a budget given both bounds (one merged from the defaults) says what to do"),
     ],
 )  # fmt: skip
 def test_values_that_cannot_work_are_refused_with_what_to_do(

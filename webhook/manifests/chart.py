@@ -238,15 +238,16 @@ def _template(
     elif kind in ("ServiceMonitor", "PrometheusRule"):
         key = "serviceMonitor" if kind == "ServiceMonitor" else "prometheusRule"
         labels[markers.block(merged(f".Values.{key}.labels"))] = None
-    _metadata(document["metadata"], markers)
+    _metadata(document["metadata"], markers, kind != "ValidatingWebhookConfiguration")
     return condition, _namespaced(document, markers)
 
 
-def _metadata(metadata: dict[str, Any], markers: _Markers) -> None:
+def _metadata(metadata: dict[str, Any], markers: _Markers, annotate: bool) -> None:
+    """The chart's labels and commonAnnotations (unless the kind templates its own)."""
     labels = metadata.setdefault("labels", {})
     labels[markers.block(included("feedbackstore-webhook.labels"))] = None
-    if any(_MARKER.fullmatch(key) for key in metadata.get("annotations", {})):
-        return  # the webhook configuration's, already templated
+    if not annotate:
+        return
     annotations = metadata.pop("annotations", None)
     if annotations:
         annotations[markers.block(merged(".Values.commonAnnotations"))] = None
@@ -328,13 +329,22 @@ def _registration(
                     " .Release.Namespace | uniq | toJson }}"
                 )
     defaults["webhookConfiguration"]["excludedNamespaces"] = excluded
-    metadata = document["metadata"]
+    if document["metadata"].get("annotations"):
+        raise ValueError("the webhook configuration's annotations are the chart's: add none")
     release = "{{ .Release.Namespace }}"
     lines = [f"{key}: {value.replace(NAMESPACE, release)}" for key, value in inject_ca.items()]
-    metadata.setdefault("annotations", {})[
-        markers.block(lambda _: ['{{- if eq .Values.tls.source "certManager" }}', *lines,
-                                 "{{- end }}"])  # fmt: skip
-    ] = None
+    certificate = '(eq .Values.tls.source "certManager")'
+    document["metadata"][markers.block(lambda indent: [
+        f"{{{{- if or {certificate} .Values.commonAnnotations }}}}",
+        "annotations:",
+        f"  {{{{- if {certificate} }}}}",
+        *(f"  {line}" for line in lines),
+        "  {{- end }}",
+        "  {{- with .Values.commonAnnotations }}",
+        f"  {{{{- toYaml . | nindent {indent + 2} }}}}",
+        "  {{- end }}",
+        "{{- end }}",
+    ])] = None  # fmt: skip
 
 
 def _ca_bundle(indent: int) -> list[str]:
@@ -393,8 +403,10 @@ _COMMENTS: Final = {
         "  certManager: cert-manager issues and renews it, its CA injector fills the caBundle (path 2)."
     ),
     "webhook": (
-        "The admission server's Deployment and PodDisruptionBudget. Defaults are manifests/webhook's;\n"
-        "podDisruptionBudget takes minAvailable or maxUnavailable."
+        "The admission server's Deployment and PodDisruptionBudget. Defaults are manifests/webhook's.\n"
+        "Helm merges a map you give into its default here: set a key to null to drop it (e.g.\n"
+        "affinity.podAntiAffinity: null; podDisruptionBudget takes minAvailable or maxUnavailable,\n"
+        "so minAvailable: null with maxUnavailable: 1)."
     ),
     "statusWriter": "The status writer's Deployment and PodDisruptionBudget (manifests/status-writer's).",
     "webhookConfiguration": (

@@ -13,6 +13,12 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
 {{- end }}
+{{- range $component := list "webhook" "statusWriter" }}
+{{- $budget := get $.Values $component | dig "podDisruptionBudget" dict }}
+{{- if and (get $budget "minAvailable") (get $budget "maxUnavailable") }}
+{{- fail (printf "%s.podDisruptionBudget has both minAvailable and maxUnavailable (Helm merges your values into the defaults): set the one you do not want to null" $component) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* repository:tag, or repository@digest when a digest is given. */}}
@@ -31,5 +37,11 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end }}
 {{- if and (eq .Values.tls.source "values") (not (and .Values.tls.certificate .Values.tls.key .Values.tls.caBundle)) }}
 {{- fail "tls.source values needs tls.certificate, tls.key and tls.caBundle (PEM): --set-file tls.certificate=certs/tls.crt,tls.key=certs/tls.key,tls.caBundle=certs/ca.crt" }}
+{{- end }}
+{{- range $component := list "webhook" "statusWriter" }}
+{{- $budget := get $.Values $component | dig "podDisruptionBudget" dict }}
+{{- if and (get $budget "minAvailable") (get $budget "maxUnavailable") }}
+{{- fail (printf "%s.podDisruptionBudget has both minAvailable and maxUnavailable (Helm merges your values into the defaults): set the one you do not want to null" $component) }}
+{{- end }}
 {{- end }}
 {{- end }}

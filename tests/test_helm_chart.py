@@ -30,6 +30,7 @@ from webhook.manifests.chart import CHART_LABELS, chart_files
 
 EVERY_KNOB = pathlib.Path(__file__).parent / "helm" / "values-every-knob.yaml"
 RELEASE = "fbw"
+CRD_NAME = "feedbackstores.agents.ctxmesh.ai"
 CERT_MANAGER_KINDS = {"Issuer", "Certificate"}
 MONITORING_KINDS = {"ServiceMonitor", "PrometheusRule"}
 
@@ -53,10 +54,8 @@ def _pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
 
 
 def from_files(pki: pathlib.Path) -> list[str]:
-    return [
-        "--set-file",
-        f"tls.certificate={pki / 'tls.crt'},tls.key={pki / 'tls.key'},tls.caBundle={pki / 'ca.crt'}",
-    ]
+    pair = f"tls.certificate={pki / 'tls.crt'},tls.key={pki / 'tls.key'}"
+    return ["--set-file", f"{pair},tls.caBundle={pki / 'ca.crt'}"]
 
 
 @pytest.fixture(scope="module", name="defaults")
@@ -93,6 +92,11 @@ def _keyed(docs: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     }
 
 
+def _installed(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the chart installs of a kustomization: all but the Namespace and the CRD."""
+    return [d for d in docs if d["kind"] not in ("Namespace", "CustomResourceDefinition")]
+
+
 def _set(value: Any) -> Any:
     """A knob's value as it lands: Helm merges maps into the defaults, and a null drops a key."""
     if isinstance(value, dict):
@@ -104,8 +108,11 @@ def test_the_committed_chart_is_what_the_generator_writes_from_manifests() -> No
     """A change to manifests/ without `feedbackstore-webhook manifests chart --out
     manifests/helm/feedbackstore-webhook` fails here, naming the command."""
     wanted = chart_files(MANIFESTS)
-    stale = [path for path, text in wanted.items()
-             if not (CHART / path).is_file() or (CHART / path).read_text("utf-8") != text]  # fmt: skip
+    stale = [
+        path
+        for path, text in wanted.items()
+        if not (CHART / path).is_file() or (CHART / path).read_text("utf-8") != text
+    ]
     assert not stale, (
         f"{stale} differ from manifests/: run "
         "feedbackstore-webhook manifests chart --out manifests/helm/feedbackstore-webhook"
@@ -121,43 +128,34 @@ def test_helm_lint_finds_nothing(values: list[str], pki: pathlib.Path) -> None:
     extra = ["-f", str(EVERY_KNOB), *from_files(pki)] if values else []
     result = helm_binary.run("lint", "--strict", str(CHART), *extra)
     assert "1 chart(s) linted, 0 chart(s) failed" in result.stdout, result.stdout
-    assert "[WARNING]" not in result.stdout and "[ERROR]" not in result.stdout, result.stdout
+    assert "[WARNING]" not in result.stdout, result.stdout
+    assert "[ERROR]" not in result.stdout, result.stdout
 
 
 def test_the_default_values_render_exactly_the_manifests_less_namespace_and_crd(
     defaults: list[dict[str, Any]],
 ) -> None:
-    manifests = _keyed(
-        [d for d in kustomize(MANIFESTS) if d["kind"] not in ("Namespace", "CustomResourceDefinition")]
-    )
-    assert _keyed(defaults) == manifests
+    assert _keyed(defaults) == _keyed(_installed(kustomize(MANIFESTS)))
 
 
 def test_crds_install_renders_the_shipped_crd_kept_on_uninstall() -> None:
     rendered = template("--set", "crds.install=true")
-    crd = find(rendered, "CustomResourceDefinition", "feedbackstores.agents.ctxmesh.ai")
+    crd = find(rendered, "CustomResourceDefinition", CRD_NAME)
     assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
-    shipped = find(kustomize(MANIFESTS / "crd"), "CustomResourceDefinition", crd["metadata"]["name"])
+    shipped = find(kustomize(MANIFESTS / "crd"), "CustomResourceDefinition", CRD_NAME)
     assert _without_chart_marks(crd) == shipped
 
 
 def test_tls_source_cert_manager_renders_the_cert_manager_variant() -> None:
     rendered = _keyed(template("--set", "tls.source=certManager"))
-    variant = _keyed(
-        [d for d in kustomize(MANIFESTS / "cert-manager")
-         if d["kind"] not in ("Namespace", "CustomResourceDefinition")]
-    )  # fmt: skip
-    assert rendered == variant
+    assert rendered == _keyed(_installed(kustomize(MANIFESTS / "cert-manager")))
 
 
 def test_tls_source_values_renders_the_secret_and_ca_bundle_the_certs_overlay_applies(
     pki: pathlib.Path,
 ) -> None:
     rendered = _keyed(template("--set", "tls.source=values", *from_files(pki)))
-    overlay = _keyed(
-        [d for d in kustomize(pki) if d["kind"] not in ("Namespace", "CustomResourceDefinition")]
-    )
-    assert rendered == overlay
+    assert rendered == _keyed(_installed(kustomize(pki)))
 
 
 def test_the_monitoring_switches_render_the_monitoring_component(tmp_path: pathlib.Path) -> None:
@@ -168,10 +166,7 @@ def test_the_monitoring_switches_render_the_monitoring_component(tmp_path: pathl
     (tmp_path / "kustomization.yaml").write_text(
         yaml.safe_dump({"resources": [base], "components": [f"{base}/monitoring"]})
     )
-    overlay = _keyed(
-        [d for d in kustomize(tmp_path) if d["kind"] not in ("Namespace", "CustomResourceDefinition")]
-    )
-    assert rendered == overlay
+    assert rendered == _keyed(_installed(kustomize(tmp_path)))
     assert {kind for kind, _ in rendered} >= MONITORING_KINDS
 
 
@@ -194,7 +189,7 @@ VWC = ("ValidatingWebhookConfiguration", "feedbackstore-webhook")
 @pytest.mark.parametrize(
     ("target", "path", "expected"),
     [
-        pytest.param(WEBHOOK, "spec/replicas", 3, id="webhook.replicas sets the webhook's replicas"),
+        pytest.param(WEBHOOK, "spec/replicas", 3, id="webhook.replicas sets the webhook's"),
         pytest.param(WRITER, "spec/replicas", 3, id="statusWriter.replicas sets the writer's"),
         pytest.param(WEBHOOK, f"{POD}/containers/0/image", DIGEST_IMAGE,
                      id="image.digest wins over the tag"),
@@ -243,7 +238,7 @@ def test_every_knob_reaches_its_field(
 
 def test_the_writer_pdb_can_be_left_out_and_the_crd_not_kept(knobs: list[dict[str, Any]]) -> None:
     assert ("PodDisruptionBudget", "feedbackstore-status-writer") not in _keyed(knobs)
-    crd = find(knobs, "CustomResourceDefinition", "feedbackstores.agents.ctxmesh.ai")
+    crd = find(knobs, "CustomResourceDefinition", CRD_NAME)
     assert "helm.sh/resource-policy" not in crd["metadata"].get("annotations") or {}
 
 
@@ -268,12 +263,10 @@ def test_tls_values_write_the_secret_and_every_entry_s_ca_bundle(
                      id="an unknown tls source names the three"),
         pytest.param(["--set", "webhook.podDisruptionBudget.maxUnavailable=1"],
                      "webhook.podDisruptionBudget has both minAvailable and maxUnavailable",
-                     id="a budget given both bounds (one merged from the defaults) says what to do"),
+                     id="a budget given both bounds (one from the defaults) says what to do"),
     ],
 )  # fmt: skip
-def test_values_that_cannot_work_are_refused_with_what_to_do(
-    args: list[str], message: str
-) -> None:
+def test_values_that_cannot_work_are_refused_with_what_to_do(args: list[str], message: str) -> None:
     result = helm_binary.run("template", RELEASE, str(CHART), *args, check=False)
     assert result.returncode != 0
     assert message in result.stderr, result.stderr

@@ -51,7 +51,9 @@ def promtool() -> str:
     return found
 
 
-def _run_promtool(directory: pathlib.Path, rules: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+def _run_promtool(
+    directory: pathlib.Path, rules: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
     (directory / "rules.yaml").write_text(yaml.safe_dump(rules), encoding="utf-8")
     shutil.copy(TESTS, directory / "alerts_test.yaml")
     return subprocess.run(
@@ -151,7 +153,7 @@ def test_the_status_writer_exposes_every_series_the_tests_feed_and_the_rules_que
 
 def test_a_renamed_metric_would_be_caught() -> None:
     """The check itself: a series the process does not expose is reported."""
-    scrape = exposed('# TYPE feedbackstore_status_leader gauge\nfeedbackstore_status_leader 1.0\n')
+    scrape = exposed("# TYPE feedbackstore_status_leader gauge\nfeedbackstore_status_leader 1.0\n")
     fed = {("feedbackstore_status_leader", frozenset()),
            ("feedbackstore_status_is_leader", frozenset())}  # fmt: skip
     assert missing(fed, scrape) == ["feedbackstore_status_is_leader{}"]

@@ -75,8 +75,8 @@ def test_a_typo_in_a_rendered_object_is_refused_by_the_strict_server(
 ) -> None:
     """The check can fail: a misspelt field in the rendered webhook Deployment is refused."""
     namespace = new_namespace(control_plane, "helm")
-    rendered = helm_binary.run("template", "fbw", str(CHART), "--namespace", namespace,
-                               "--show-only", "templates/webhook/deployment.yaml").stdout  # fmt: skip
+    shown = ("--show-only", "templates/webhook/deployment.yaml")
+    rendered = helm_binary.run("template", "fbw", str(CHART), "-n", namespace, *shown).stdout
     deployment = yaml.safe_load(rendered)
     deployment["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFS"] = True
     result = control_plane.kubectl(
@@ -84,4 +84,5 @@ def test_a_typo_in_a_rendered_object_is_refused_by_the_strict_server(
         "--field-manager=helm", "-f", "-", stdin=yaml.safe_dump(deployment),
     )  # fmt: skip
     assert result.returncode != 0
-    assert '.spec.template.spec.containers[name="webhook"].readOnlyRootFS: field not declared in schema' in result.stderr
+    field = '.spec.template.spec.containers[name="webhook"].readOnlyRootFS'
+    assert f"{field}: field not declared in schema" in result.stderr

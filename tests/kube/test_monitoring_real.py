@@ -43,9 +43,10 @@ def test_kube_apiserver_exposes_the_series_the_unreachable_alert_reads(
     install_crd(control_plane, platform_today_crd())
     namespace = new_namespace(control_plane)
     api = k8s.CustomObjectsApi(api_client(control_plane))
-    with webhook_server(tmp_path) as server, register(
-        control_plane, server.url, server.ca_pem, namespace
-    ) as registration:
+    with (
+        webhook_server(tmp_path) as server,
+        register(control_plane, server.url, server.ca_pem, namespace) as registration,
+    ):
         api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
                                             feedbackstore("kept", VALID))  # fmt: skip
         with pytest.raises(k8s.ApiException) as denied:

@@ -175,7 +175,8 @@ def generate(manifests: pathlib.Path, out: str = DEFAULT_OUT) -> Chart:
             markers = _Markers()
             condition, templated = _template(document, markers, defaults, inject_ca)
             if source.condition == MONITORING:
-                switch = "prometheusRule" if document["kind"] == "PrometheusRule" else "serviceMonitor"
+                rule = document["kind"] == "PrometheusRule"
+                switch = "prometheusRule" if rule else "serviceMonitor"
                 condition = f"{{{{- if .Values.{switch}.enabled }}}}"
             elif source.condition:
                 condition = source.condition
@@ -269,9 +270,7 @@ def _deployment(
     pod_labels[markers.block(merged(f"{values}.podLabels"))] = None
     defaults["podLabels"] = {}
     defaults["podAnnotations"] = {}
-    template["metadata"][markers.block(optional("annotations", f"{values}.podAnnotations"))] = (
-        None
-    )
+    template["metadata"][markers.block(optional("annotations", f"{values}.podAnnotations"))] = None
     pod = template["spec"]
     for knob in POD_KNOBS:
         defaults[knob] = pod.get(knob, [] if knob in ("tolerations", "topologySpreadConstraints")
@@ -281,8 +280,13 @@ def _deployment(
     pod = _rekey(
         pod,
         "priorityClassName",
-        markers.block(lambda _: [f"{{{{- with {values}.priorityClassName }}}}",
-                                 "priorityClassName: {{ . }}", "{{- end }}"]),  # fmt: skip
+        markers.block(
+            lambda _: [
+                f"{{{{- with {values}.priorityClassName }}}}",
+                "priorityClassName: {{ . }}",
+                "{{- end }}",
+            ]
+        ),
         None,
     )
     pod[markers.block(optional("imagePullSecrets", ".Values.imagePullSecrets"))] = None
@@ -384,44 +388,41 @@ CHART_ONLY: Final[dict[str, Any]] = {
 }
 TLS_SOURCES: Final = ("existingSecret", "values", "certManager")
 _COMMENTS: Final = {
-    "image": "The image of both components; `digest` (sha256:...), when set, is used instead of `tag`.",
-    "imagePullSecrets": "Secrets for pulling the image, as in a pod spec: [{name: regcred}].",
-    "commonLabels": "Labels added to every object (never to selectors).",
-    "commonAnnotations": "Annotations added to every object.",
-    "crds": (
-        "The FeedbackStore CRD is the platform's (its chart installs it): off by default. With\n"
-        "install: true this chart installs manifests/crd/'s, and keep: true leaves it (and every\n"
-        "FeedbackStore) in place on `helm uninstall`."
-    ),
-    "tls": (
-        "Where the webhook's serving certificate comes from (README \"Install on a cluster\"):\n"
-        "  existingSecret: you create the Secret feedbackstore-webhook-tls in the release's\n"
-        "    namespace (path 3) and give your CA here as caBundle (PEM), or patch it in later;\n"
-        "  values: the chart writes that Secret from certificate, key and caBundle (PEM), e.g.\n"
-        "    the files of `feedbackstore-webhook certs --namespace NS` (path 1):\n"
-        "    --set-file tls.certificate=certs/tls.crt,tls.key=certs/tls.key,tls.caBundle=certs/ca.crt\n"
-        "  certManager: cert-manager issues and renews it, its CA injector fills the caBundle (path 2)."
-    ),
-    "webhook": (
-        "The admission server's Deployment and PodDisruptionBudget. Defaults are manifests/webhook's.\n"
-        "Helm merges a map you give into its default here: set a key to null to drop it (e.g.\n"
-        "affinity.podAntiAffinity: null; podDisruptionBudget takes minAvailable or maxUnavailable,\n"
-        "so minAvailable: null with maxUnavailable: 1)."
-    ),
-    "statusWriter": "The status writer's Deployment and PodDisruptionBudget (manifests/status-writer's).",
-    "webhookConfiguration": (
-        "The ValidatingWebhookConfiguration: failurePolicy and timeoutSeconds of each entry (by its\n"
-        "name), and the namespaces it never judges (the release's own is always added)."
-    ),
-    "serviceMonitor": (
-        "Prometheus Operator ServiceMonitors for both components (and the status writer's metrics\n"
-        "Service); labels: what your Prometheus selects them by. manifests/monitoring's."
-    ),
-    "prometheusRule": "The alerts of manifests/monitoring (README \"Monitoring\"); labels as above.",
-    "test": (
-        "`helm test` runs `feedbackstore-webhook doctor` in a pod; its dry-run probe creates (and\n"
-        "stores nothing) in this namespace, which the webhook must judge."
-    ),
+    "image": """The image of both components; `digest` (sha256:...), when set, wins over `tag`.""",
+    "imagePullSecrets": """Secrets for pulling the image, as in a pod spec: [{name: regcred}].""",
+    "commonLabels": """Labels added to every object (never to selectors).""",
+    "commonAnnotations": """Annotations added to every object.""",
+    "crds": """\
+The FeedbackStore CRD is the platform's (its chart installs it): off by default. With
+install: true this chart installs manifests/crd/'s, and keep: true leaves it (and every
+FeedbackStore) in place on `helm uninstall`.""",
+    "tls": """\
+Where the webhook's serving certificate comes from (README "Install on a cluster"):
+  existingSecret: you create the Secret feedbackstore-webhook-tls in the release's
+    namespace (path 3) and give your CA here as caBundle (PEM), or patch it in later;
+  values: the chart writes that Secret from certificate, key and caBundle (PEM), e.g.
+    the files of `feedbackstore-webhook certs --namespace NS` (path 1): --set-file
+    tls.certificate=certs/tls.crt,tls.key=certs/tls.key,tls.caBundle=certs/ca.crt
+  certManager: cert-manager issues and renews it; its CA injector fills the caBundle
+    (path 2).""",
+    "webhook": """\
+The admission server's Deployment and PodDisruptionBudget; defaults: manifests/webhook's.
+Helm merges a map you give into its default here: set a key to null to drop it (e.g.
+affinity.podAntiAffinity: null). A budget takes minAvailable or maxUnavailable, so
+minAvailable: null with maxUnavailable: 1.""",
+    "statusWriter": """\
+The status writer's Deployment and PodDisruptionBudget; defaults: manifests/status-writer's.""",
+    "webhookConfiguration": """\
+The ValidatingWebhookConfiguration: failurePolicy and timeoutSeconds of each entry (by
+its name), and the namespaces it never judges (the release's own is always added).""",
+    "serviceMonitor": """\
+Prometheus Operator ServiceMonitors for both components (and the status writer's metrics
+Service); labels: what your Prometheus selects them by. manifests/monitoring's.""",
+    "prometheusRule": """\
+The alerts of manifests/monitoring (README "Monitoring"); labels: as above.""",
+    "test": """\
+`helm test` runs `feedbackstore-webhook doctor` in a pod; its dry-run probe creates (and
+stores nothing) in this namespace, which the webhook must judge.""",
 }
 _ORDER: Final = (
     "image", "imagePullSecrets", "commonLabels", "commonAnnotations", "crds", "tls", "webhook",

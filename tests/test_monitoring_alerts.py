@@ -25,6 +25,7 @@ import yaml
 from tests.emulator import ApiServerEmulator, fixtures
 from tests.kube.cluster import webhook_server
 from tests.monitoring_support import (
+    ROOT,
     TESTS,
     alerts,
     exposed,
@@ -74,6 +75,15 @@ def test_every_alert_passes_its_promtool_unit_tests(tmp_path: pathlib.Path) -> N
     result = _run_promtool(tmp_path, rule_groups())
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+def test_readme_shows_what_promtool_prints(tmp_path: pathlib.Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = readme[readme.index("### Monitoring\n") :]
+    console = text[text.index("```console\n") + len("```console\n") : text.index("```\n\nWith")]
+    command, *shown = console.splitlines(keepends=True)
+    assert command == "$ promtool test rules alerts_test.yaml\n"
+    assert _run_promtool(tmp_path, rule_groups()).stdout == "".join(shown)
 
 
 def test_every_alert_is_tested_both_firing_and_quiet() -> None:

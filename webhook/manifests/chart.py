@@ -386,7 +386,6 @@ CHART_ONLY: Final[dict[str, Any]] = {
     "prometheusRule": {"enabled": False, "labels": {}},
     "test": {"probeNamespace": "default"},
 }
-TLS_SOURCES: Final = ("existingSecret", "values", "certManager")
 _COMMENTS: Final = {
     "image": """The image of both components; `digest` (sha256:...), when set, wins over `tag`.""",
     "imagePullSecrets": """Secrets for pulling the image, as in a pod spec: [{name: regcred}].""",

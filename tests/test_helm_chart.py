@@ -15,6 +15,7 @@ import base64
 import copy
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 from typing import Any
@@ -300,3 +301,31 @@ def test_helm_test_runs_the_doctor_against_the_release() -> None:
     for doc in rendered:
         policy = doc["metadata"]["annotations"]["helm.sh/hook-delete-policy"]
         assert "hook-succeeded" in policy, doc["kind"]
+
+
+def test_a_new_webhook_entry_in_manifests_reaches_the_chart_with_knobs_of_its_own(
+    tmp_path: pathlib.Path,
+) -> None:
+    """What another change to manifests/ (say, an AgentDeployment entry with matchConditions)
+    does to the chart once regenerated: the entry verbatim, its own failurePolicy and
+    timeoutSeconds in values.yaml, its namespaceSelector on the shared excludedNamespaces."""
+    copy_of = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, copy_of, ignore=shutil.ignore_patterns("helm"))
+    path = copy_of / "webhook" / "validatingwebhookconfiguration.yaml"
+    registration = yaml.safe_load(path.read_text(encoding="utf-8"))
+    entry = copy.deepcopy(registration["webhooks"][0])
+    entry.update(name="validate.agentdeployments.agents.ctxmesh.ai", failurePolicy="Ignore",
+                 timeoutSeconds=3,
+                 matchConditions=[{"name": "has-feedback",
+                                   "expression": "has(object.spec.feedback)"}])  # fmt: skip
+    registration["webhooks"].append(entry)
+    path.write_text(yaml.safe_dump(registration), encoding="utf-8")
+    files = chart_files(copy_of)
+    values = yaml.safe_load(files["values.yaml"])
+    assert values["webhookConfiguration"]["webhooks"][entry["name"]] == {
+        "failurePolicy": "Ignore",
+        "timeoutSeconds": 3,
+    }
+    template_text = files["templates/webhook/validatingwebhookconfiguration.yaml"]
+    assert "expression: has(object.spec.feedback)" in template_text
+    assert template_text.count("append .Values.webhookConfiguration.excludedNamespaces") == 3

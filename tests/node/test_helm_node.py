@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.node, pytest.mark.xdist_group("node"), pytest.mark.tim
 NS = "-n feedbackstore-system"
 RELEASE = "feedbackstore-webhook"
 CHART = "manifests/helm/feedbackstore-webhook"
+PART_OF = "app.kubernetes.io/part-of=feedbackstore-webhook"
 CRD = "manifests/crd/feedbackstores.agents.ctxmesh.ai.yaml"
 
 
@@ -67,15 +68,15 @@ def test_readme_helm_install_brings_every_pod_up_and_helm_test_passes(
     ]  # fmt: skip
     assert "STATUS: deployed" in installed["helm install"].stdout
     ready = node.kubectl(
-        "-n", "feedbackstore-system", "get", "pods", "-l", "app.kubernetes.io/managed-by=Helm",
+        "-n", "feedbackstore-system", "get", "pods", "-l", PART_OF,
         "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}"
         "{'\\n'}{end}",
     ).stdout.split("\n")  # fmt: skip
+    tested = installed["helm test"].stdout
+    print(tested)
     rows = [line.split() for line in ready if line]
     assert len(rows) == 4, ready
     assert all(flag == "true" for _, flag in rows), ready
-    tested = installed["helm test"].stdout
-    print(tested)
     assert "Phase:          Succeeded" in tested, tested
     assert "15 checks: 15 ok, 0 warnings, 0 failed, 0 skipped — all is well" in tested, tested
     assert "kube-apiserver called the webhook" in tested, tested
@@ -101,7 +102,7 @@ def _under_load(shell: Shell, node: Node, command: str) -> tuple[int, Counts, fl
             time.sleep(3)
             counts = load.stop()
     finally:
-        shell.run("kubectl delete namespace load --wait=false")
+        shell.run("kubectl delete namespace load --wait=true --timeout=120s", timeout=180)
     print(f"{command}: {took:.1f} s; {counts.requests} requests "
           f"({counts.requests - before} from it on), {counts.failures} failed")  # fmt: skip
     return counts.requests - before, counts, took

@@ -158,6 +158,36 @@ def test_helm_uninstall_under_load_loses_no_request_and_leaves_nothing(
     assert node.kubectl("get", "crd", "feedbackstores.agents.ctxmesh.ai").returncode == 0
 
 
+def test_a_plain_install_under_load_refuses_writes_until_a_webhook_pod_is_ready(
+    installed: object, shell: Shell, node: Node
+) -> None:
+    """Why README gives a second way to install into a busy cluster: the registration is
+    created with the Deployments, and with failurePolicy Fail every write before a webhook
+    pod is Ready fails."""
+    install = next(c for c in commands(blocks(section("Helm"), "sh")[0]) if "helm install" in c)
+    _, counts, _ = _under_load(shell, node, install)
+    try:
+        assert counts.failures > 0
+        print("\n".join(counts.messages[:2]))
+        assert all("failed calling webhook" in m for m in counts.messages), counts.messages
+    finally:
+        _ok(shell, f"helm uninstall {RELEASE} {NS} --wait")
+
+
+def test_installing_failing_open_then_closing_loses_no_request_under_load(
+    installed: object, shell: Shell, node: Node
+) -> None:
+    """README's way into a cluster that already writes FeedbackStores, verbatim."""
+    steps = commands(blocks(section("Helm"), "sh")[1])
+    assert [s.split()[:2] for s in steps] == [["helm", "install"], ["helm", "upgrade"]]
+    _, counts, _ = _under_load(shell, node, " && ".join(steps))
+    assert counts.failures == 0, counts.messages
+    policy = node.kubectl("get", "validatingwebhookconfiguration", "feedbackstore-webhook", "-o",
+                          "jsonpath={.webhooks[*].failurePolicy}").stdout  # fmt: skip
+    assert policy == "Fail Ignore"
+    _ok(shell, f"helm uninstall {RELEASE} {NS} --wait")
+
+
 def test_cleanup_leaves_the_node_as_the_next_module_expects(shell: Shell, node: Node) -> None:
     """Not a check of the chart: the namespace, the CRD and the certificates go, as after
     README's Uninstall, for tests/node/test_install_readme.py."""

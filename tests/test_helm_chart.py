@@ -329,3 +329,17 @@ def test_a_new_webhook_entry_in_manifests_reaches_the_chart_with_knobs_of_its_ow
     template_text = files["templates/webhook/validatingwebhookconfiguration.yaml"]
     assert "expression: has(object.spec.feedback)" in template_text
     assert template_text.count("append .Values.webhookConfiguration.excludedNamespaces") == 3
+
+
+def test_annotations_of_the_webhook_configuration_in_manifests_stay_beside_the_chart_s(
+    tmp_path: pathlib.Path,
+) -> None:
+    copy_of = tmp_path / "manifests"
+    shutil.copytree(MANIFESTS, copy_of, ignore=shutil.ignore_patterns("helm"))
+    path = copy_of / "webhook" / "validatingwebhookconfiguration.yaml"
+    registration = yaml.safe_load(path.read_text(encoding="utf-8"))
+    registration["metadata"]["annotations"] = {"example.com/owner": "platform"}
+    path.write_text(yaml.safe_dump(registration), encoding="utf-8")
+    text = chart_files(copy_of)["templates/webhook/validatingwebhookconfiguration.yaml"]
+    assert "    example.com/owner: platform\n" in text
+    assert "cert-manager.io/inject-ca-from" in text

@@ -260,6 +260,12 @@ def _metadata(metadata: dict[str, Any], markers: _Markers, annotate: bool) -> No
 def _deployment(
     document: dict[str, Any], markers: _Markers, root: dict[str, Any], component: str
 ) -> None:
+    if not component:
+        name = document["metadata"]["name"]
+        raise ValueError(
+            f"Deployment {name}: its app.kubernetes.io/component label must be one of "
+            f"{sorted(COMPONENTS)} (webhook/manifests/chart.py COMPONENTS names its values key)"
+        )
     defaults = root.setdefault(component, {})
     values = f".Values.{component}"
     spec = document["spec"]
@@ -333,14 +339,17 @@ def _registration(
                     " .Release.Namespace | uniq | toJson }}"
                 )
     defaults["webhookConfiguration"]["excludedNamespaces"] = excluded
-    if document["metadata"].get("annotations"):
-        raise ValueError("the webhook configuration's annotations are the chart's: add none")
     release = "{{ .Release.Namespace }}"
     lines = [f"{key}: {value.replace(NAMESPACE, release)}" for key, value in inject_ca.items()]
+    own = document["metadata"].pop("annotations", None) or {}
+    kept = [f"  {line}" for line in render_yaml(own).splitlines()] if own else []
     certificate = '(eq .Values.tls.source "certManager")'
+    # The manifest's own annotations always; cert-manager's and commonAnnotations when set.
+    anything = "true" if own else f"(or {certificate} .Values.commonAnnotations)"
     document["metadata"][markers.block(lambda indent: [
-        f"{{{{- if or {certificate} .Values.commonAnnotations }}}}",
+        f"{{{{- if {anything} }}}}",
         "annotations:",
+        *kept,
         f"  {{{{- if {certificate} }}}}",
         *(f"  {line}" for line in lines),
         "  {{- end }}",

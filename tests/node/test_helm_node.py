@@ -182,9 +182,10 @@ def test_installing_failing_open_then_closing_loses_no_request_under_load(
     assert [s.split()[:2] for s in steps] == [["helm", "install"], ["helm", "upgrade"]]
     _, counts, _ = _under_load(shell, node, " && ".join(steps))
     assert counts.failures == 0, counts.messages
-    policy = node.kubectl("get", "validatingwebhookconfiguration", "feedbackstore-webhook", "-o",
-                          "jsonpath={.webhooks[*].failurePolicy}").stdout  # fmt: skip
-    assert policy == "Fail Ignore"
+    judging = "jsonpath={.webhooks[0].name} {.webhooks[0].failurePolicy}"
+    policy = node.kubectl("get", "validatingwebhookconfiguration", "feedbackstore-webhook",
+                          "-o", judging).stdout  # fmt: skip
+    assert policy == "validate.feedbackstores.agents.ctxmesh.ai Fail"
     _ok(shell, f"helm uninstall {RELEASE} {NS} --wait")
 
 

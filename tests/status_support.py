@@ -77,12 +77,16 @@ def sample(controller: StatusController, name: str, **labels: str) -> float:
     return value or 0.0
 
 
-def validated(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+def validated(obj: dict[str, Any] | None, kind: str = "Validated") -> dict[str, Any] | None:
     status = (obj or {}).get("status")
     conditions = status.get("conditions") if isinstance(status, dict) else None
     if not isinstance(conditions, list):
         return None
-    return next((c for c in conditions if c.get("type") == "Validated"), None)
+    return next((c for c in conditions if c.get("type") == kind), None)
+
+
+def stalled(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    return validated(obj, "Stalled")
 
 
 def mirrors_verdict(obj: dict[str, Any]) -> bool:

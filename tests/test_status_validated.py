@@ -31,15 +31,25 @@ DUPLICATE_MESSAGE = (
 NO_SOURCE_MESSAGE = f"spec: Required value: {messages.MSG_NO_SOURCE}"
 
 
+def twin(condition: dict[str, Any]) -> dict[str, Any]:
+    """The `Stalled` the writer keeps beside a `Validated` of ours: the same reason, message and
+    times, the status turned round (True: invalid)."""
+    flipped = {"True": "False", "False": "True"}.get(condition["status"], condition["status"])
+    return {**condition, "type": "Stalled", "status": flipped}
+
+
 def store(spec: object, generation: object = 3, conditions: object = None) -> dict[str, Any]:
+    """A store whose status holds `conditions` and, as the writer leaves them, each `Validated`
+    with its `Stalled` twin."""
     obj: dict[str, Any] = {
         "apiVersion": api.API_VERSION,
         "kind": api.KIND,
         "metadata": {"name": "support", "namespace": "agents", "generation": generation},
         "spec": spec,
     }
-    if conditions is not None:
-        obj["status"] = {"conditions": conditions}
+    if isinstance(conditions, list):
+        twins = [twin(c) for c in conditions if c.get("type") == "Validated"]
+        obj["status"] = {"conditions": [*conditions, *twins]}
     return obj
 
 
@@ -184,6 +194,8 @@ def test_plan_status_gives_the_condition_and_whether_to_write(
 ) -> None:
     plan = plan_status(obj, NOW)
     assert plan.condition == condition
+    assert plan.stalled == twin(condition)
+    assert plan.conditions == [condition, twin(condition)]
     assert plan.needed is needed
 
 

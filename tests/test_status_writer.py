@@ -6,6 +6,7 @@ these tests read back what the "cluster" holds.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -25,6 +26,7 @@ from tests.status_support import (
     sample,
     stale,
     status_writes,
+    stalled,
     store_requests,
     validated,
 )
@@ -206,38 +208,40 @@ def test_another_controllers_condition_survives(apiserver: ApiServerEmulator) ->
         apiserver.update(NS, "store", lambda o: o.update(spec=INVALID))
         converged(apiserver)
     conditions = apiserver.get(NS, "store")["status"]["conditions"]
-    assert [c["type"] for c in conditions] == ["Ready", "Validated"]
+    assert [c["type"] for c in conditions] == ["Ready", "Validated", "Stalled"]
     assert conditions[0] == ready
 
 
-def test_a_validated_condition_left_by_an_older_controller_is_taken_over(
-    apiserver: ApiServerEmulator,
+def test_a_validated_condition_another_manager_writes_is_left_to_it_logged_and_counted_once(
+    apiserver: ApiServerEmulator, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="feedbackstore")
+    theirs = {
+        "type": "Validated",
+        "status": "True",
+        "reason": "SpecCoherent",
+        "message": "written by someone else",
+        "lastTransitionTime": "2024-01-01T00:00:00Z",
+    }
     body = fs("store", INVALID)
-    body["status"] = {
-        "conditions": [
-            {
-                "type": "Validated",
-                "status": "True",
-                "reason": "SpecCoherent",
-                "message": "stale",
-                "lastTransitionTime": "2024-01-01T00:00:00Z",
-            }
-        ]
-    }
+    body["status"] = {"conditions": [theirs]}
     apiserver.create(NS, body, field_manager="old-controller")
-    with running_writer(apiserver):
-        converged(apiserver)
+    with running_writer(apiserver) as writer:
+        apiserver.eventually(lambda: stalled(apiserver.get(NS, "store")))
+        apiserver.update(NS, "store", lambda o: o["metadata"].update(labels={"touched": "1"}))
+        apiserver.update(NS, "store", lambda o: o["spec"]["human"]["scores"].append({"name": "x"}))
+        apiserver.eventually(lambda: stalled(apiserver.get(NS, "store"))["observedGeneration"] == 2)
+        writer.resync()
+        time.sleep(0.3)
+        assert sample(writer, "feedbackstore_status_objects_validated_yielded") == 1
+        yielded = "feedbackstore_status_validated_yielded_total"
+        assert sample(writer, yielded, manager="old-controller") == 1
     stored = apiserver.get(NS, "store")
-    assert stored is not None
-    assert validated(stored)["message"] == INVALID_MESSAGE
-    owners = {
-        m["manager"]
-        for m in stored["metadata"]["managedFields"]
-        if "f:status" in m.get("fieldsV1", {})
-    }
-    assert "feedbackstore-status-writer" in owners
-    assert all(r.status == 200 for r in status_writes(apiserver))  # forced, never a 409
+    assert validated(stored) == theirs
+    assert stalled(stored)["message"] == INVALID_MESSAGE
+    assert all(r.status == 200 for r in status_writes(apiserver))
+    said = [r for r in caplog.records if r.getMessage().startswith("Validated left to another")]
+    assert [r.fields["manager"] for r in said] == ["old-controller"]  # type: ignore[attr-defined]
 
 
 def test_only_the_watched_namespace_is_written(apiserver: ApiServerEmulator) -> None:

@@ -6,6 +6,7 @@ A resync replays it without asking the API server anything.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from webhook.kube.objects import metadata_of
@@ -27,8 +28,11 @@ def resource_version(obj: dict[str, Any]) -> str | None:
     return version if isinstance(version, str) else None
 
 
-def _strip_managed_fields(obj: dict[str, Any]) -> None:
-    """Drops `metadata.managedFields`, which the writer never reads.
+Transform = Callable[[dict[str, Any]], None]
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> None:
+    """Drops `metadata.managedFields`, which planners seldom read.
 
     They are much of a decoded object (bench/README.md); dropped at the cache's door as
     controller-runtime's `TransformStripManagedFields` does (the object is freshly decoded, ours).
@@ -37,7 +41,12 @@ def _strip_managed_fields(obj: dict[str, Any]) -> None:
 
 
 class ObjectCache:
-    def __init__(self) -> None:
+    """`transform` changes each object in place as it enters (controller-runtime's
+    `TransformFunc`): by default it drops `managedFields`; a reader of part of them keeps that.
+    """
+
+    def __init__(self, transform: Transform = strip_managed_fields) -> None:
+        self._transform = transform
         self._lock = threading.Lock()
         self._objects: dict[Key, dict[str, Any]] = {}
 
@@ -46,7 +55,7 @@ class ObjectCache:
             return self._objects.get(key)
 
     def put(self, key: Key, obj: dict[str, Any]) -> None:
-        _strip_managed_fields(obj)
+        self._transform(obj)
         with self._lock:
             self._objects[key] = obj
 
@@ -55,7 +64,7 @@ class ObjectCache:
 
         Else a resync before the watch echoes our write would write the same condition again.
         """
-        _strip_managed_fields(obj)
+        self._transform(obj)
         with self._lock:
             current = self._objects.get(key)
             if current is None or resource_version(current) != seen_version:

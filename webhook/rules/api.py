@@ -44,6 +44,10 @@ MAX_NAMESPACE_LENGTH: Final = 63
 CONDITION_TYPE: Final = "Validated"
 REASON_VALID: Final = "SpecCoherent"
 REASON_INVALID: Final = "InvalidSpec"
+# The status writer's own condition, which no other controller writes: the kstatus convention's
+# "abnormal-true" `Stalled` (True: the spec is invalid, so kstatus computes Failed), with the
+# reasons above and the writer's whole verdict, whoever writes `Validated` (SPEC §9).
+STALLED_CONDITION_TYPE: Final = "Stalled"
 
 # How many problems one verdict keeps in full; the rest are only counted, so a
 # hostile object with a million bad items costs counting, not memory.

@@ -5,6 +5,7 @@ standby that takes over has nothing to catch up on, but only the Lease holder wr
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -16,9 +17,11 @@ from webhook.kube.cache import Key, ObjectCache
 from webhook.kube.client import LeaseApi
 from webhook.kube.informer import Informer
 from webhook.kube.leader import LeaderElector
+from webhook.kube.managed_fields import keep_condition_ownership
 from webhook.kube.ratelimit import TokenBucket, throttle
 from webhook.kube.workqueue import WorkQueue
 from webhook.observability.logs import logger
+from webhook.rules import api
 from webhook.status.agents import AgentView
 from webhook.status.events import EventRecorder
 from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi
@@ -42,7 +45,10 @@ class StatusController:
         # renewal never queues behind throttled status writes and loses the Lease for it.
         self._lease_client = throttle(ApiClient(api_client.configuration), _bucket(settings))
         self._lease_client.user_agent = api_client.user_agent
-        self.cache = ObjectCache()
+        # Of managedFields, only who owns `Validated`: the planner yields it to another writer.
+        self.cache = ObjectCache(
+            functools.partial(keep_condition_ownership, condition_type=api.CONDITION_TYPE)
+        )
         self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
         lease = LeaseApi(
             self._lease_client, settings.lease_namespace, settings.lease_name, FIELD_MANAGER

@@ -1,5 +1,6 @@
-"""The reconcile loop: server-side apply of our `Validated` and `InUse` conditions (others' stay),
-then our finalizer. 404: gone; 409: retry soon from the object the watch brings; 429, 5xx and
+"""The reconcile loop: server-side apply of our `Validated`, `Stalled` and `InUse` conditions
+(others' stay; `Validated` yielded to another manager that writes it, `validated.py`), then our
+finalizer. 404: gone; 409: retry soon from the object the watch brings; 429, 5xx and
 transport errors: retry after the key's backoff (at least the server's `Retry-After`).
 """
 
@@ -62,6 +63,7 @@ class StatusWriter:
         self._agents = agents
         self._lock = threading.Lock()
         self._invalid: set[Key] = set()
+        self._yielded: dict[Key, tuple[str, ...]] = {}  # to which managers, each logged once
         self._held_until = 0.0  # monotonic; see `_held`
 
     def run_worker(self, queue: WorkQueue[Key]) -> None:
@@ -81,6 +83,10 @@ class StatusWriter:
 
     def forget(self, key: Key) -> None:
         self._track_validity(key, True)
+        with self._lock:
+            self._yielded.pop(key, None)
+            count = len(self._yielded)
+        self._metrics.objects_yielded.set(count)
 
     def reconcile(self, key: Key) -> Outcome:
         if not self._is_leader():
@@ -91,6 +97,7 @@ class StatusWriter:
         now = utc_now()
         plan = plan_status(obj, now)
         self._track_validity(key, plan.verdict.valid)
+        self._track_yield(key, plan.yielded_to)
         usage = plan_usage(obj, self._agents(key), now)
         if not plan.needed and not usage.needed:
             return self._finalize(key, obj, usage, now, Outcome("up_to_date"))
@@ -108,7 +115,9 @@ class StatusWriter:
         self, key: Key, obj: dict[str, Any], plan: StatusPlan, usage: UsagePlan
     ) -> dict[str, Any]:
         others = [usage.condition] if usage.condition is not None else []
-        body = apply_configuration(obj, plan.condition, *others)
+        body = apply_configuration(
+            obj, *plan.conditions, *others, resource_version=plan.resource_version
+        )
         started = time.perf_counter()
         try:
             written = self._api.apply_status(key[0], key[1], body)
@@ -124,9 +133,10 @@ class StatusWriter:
         fields = {**_where(key), "status": condition["status"], "reason": condition["reason"]}
         fields["observedGeneration"] = condition.get("observedGeneration")
         fields["problems"] = plan.verdict.problem_count
+        if plan.yielded_to:
+            fields["validatedBy"] = list(plan.yielded_to)
         log.info("condition written", extra={"fields": fields})
-        previous = plan.previous.get("status") if plan.previous is not None else None
-        change = transition(previous, condition["status"])
+        change = transition(plan.previous_status, condition["status"])
         if change is not None:
             self._recorder.emit(obj, change, event_message(plan.verdict), now)
         if not usage.needed or usage.condition is None:
@@ -194,6 +204,30 @@ class StatusWriter:
         fields = {**_where(key), "status": code, "error": error_text(error)}
         log.warning("status write failed; retrying after backoff", extra={"fields": fields})
         return Outcome("retry", wait)
+
+    def _track_yield(self, key: Key, managers: tuple[str, ...]) -> None:
+        """Log and count each manager we begin to yield `Validated` to, once per object."""
+        with self._lock:
+            before = self._yielded.get(key, ())
+            if managers:
+                self._yielded[key] = managers
+            else:
+                self._yielded.pop(key, None)
+            count = len(self._yielded)
+        self._metrics.objects_yielded.set(count)
+        if before and not managers:
+            log.info(
+                "Validated written again: no other field manager owns it",
+                extra={"fields": _where(key)},
+            )
+        for manager in managers:
+            if manager not in before:
+                self._metrics.validated_yielded.labels(manager).inc()
+                fields = {**_where(key), "manager": manager}
+                log.info(
+                    "Validated left to another field manager; every problem stays in Stalled",
+                    extra={"fields": fields},
+                )
 
     def _track_validity(self, key: Key, valid: bool) -> None:
         with self._lock:

@@ -38,6 +38,18 @@ class WriterMetrics(MetricsRegistry):
             "FeedbackStores whose last reconciled verdict was invalid",
             registry=r,
         )
+        self.objects_yielded = Gauge(
+            "feedbackstore_status_objects_validated_yielded",
+            "FeedbackStores whose Validated condition another field manager writes (yielded to it)",
+            registry=r,
+        )
+        self.validated_yielded = Counter(
+            "feedbackstore_status_validated_yielded",
+            "Objects whose Validated condition the writer began to leave to another field "
+            "manager, by that manager",
+            ["manager"],
+            registry=r,
+        )
         self.watch_events = Counter(
             "feedbackstore_status_watch_events",
             "Watch events received, by type",

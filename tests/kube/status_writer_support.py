@@ -348,13 +348,25 @@ class Stores:
         what: str = "condition",
     ) -> dict[str, Any]:
         """The object, once its `Validated` condition `matches`."""
+        return self.wait_for(name, "Validated", matches, timeout=timeout, what=what)
+
+    def wait_for(
+        self,
+        name: str,
+        kind: str,
+        matches: Callable[[dict[str, Any]], bool],
+        *,
+        timeout: float = 30.0,
+        what: str = "",
+    ) -> dict[str, Any]:
+        """The object, once its `kind` condition `matches`."""
 
         def check() -> dict[str, Any] | None:
             obj = self.get(name)
-            condition = condition_of(obj, "Validated")
+            condition = condition_of(obj, kind)
             return obj if condition is not None and matches(condition) else None
 
-        found: dict[str, Any] = eventually(check, timeout=timeout, what=f"{name}: {what}")
+        found: dict[str, Any] = eventually(check, timeout=timeout, what=f"{name}: {what or kind}")
         return found
 
     def wait_current(self, *names: str, timeout: float = 30.0) -> None:

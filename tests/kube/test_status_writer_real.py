@@ -22,7 +22,15 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from tests.kube.cluster import api_client, install_crd, new_namespace, shipped_crd
+from tests.kube.cluster import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    api_client,
+    install_crd,
+    new_namespace,
+    shipped_crd,
+)
 from tests.kube.controlplane import ControlPlane
 from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     INVALID,
@@ -67,6 +75,14 @@ def namespace(control_plane: ControlPlane) -> str:
     return new_namespace(control_plane, "sw")
 
 
+YIELDED = "Validated left to another field manager; every problem stays in Stalled"
+YIELDED_TOTAL = "feedbackstore_status_validated_yielded_total"
+
+
+def invalid_stalled(condition: dict[str, Any]) -> bool:
+    return condition["status"] == "True"
+
+
 def coherent(condition: dict[str, Any]) -> bool:
     return condition["status"] == "True"
 
@@ -105,13 +121,18 @@ def test_conditions_are_applied_on_status_with_real_managed_fields_and_follow_ge
         "message": INVALID_MESSAGE, "observedGeneration": 1,
     }  # fmt: skip
 
-    # Server-side apply on /status, as our field manager, owning exactly the one entry.
+    assert condition_of(good, "Stalled") == {
+        **first_good, "type": "Stalled", "status": "False"}  # fmt: skip
+    assert condition_of(bad, "Stalled") == {**first_bad, "type": "Stalled", "status": "True"}
+
+    # Server-side apply on /status, as our field manager, owning exactly our two entries.
+    fields = {".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:observedGeneration": {},
+              "f:reason": {}, "f:status": {}, "f:type": {}}  # fmt: skip
     for obj in (good, bad):
         (entry,) = managed_by(obj, MANAGER)
         assert (entry["operation"], entry["subresource"]) == ("Apply", "status")
-        assert entry["fieldsV1"] == {"f:status": {"f:conditions": {'k:{"type":"Validated"}': {
-            ".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:observedGeneration": {},
-            "f:reason": {}, "f:status": {}, "f:type": {}}}}}  # fmt: skip
+        assert entry["fieldsV1"] == {"f:status": {"f:conditions": {
+            'k:{"type":"Validated"}': fields, 'k:{"type":"Stalled"}': fields}}}  # fmt: skip
         # A status write does not move the generation.
         assert obj["metadata"]["generation"] == 1
     audit.flush(namespace)
@@ -166,7 +187,8 @@ def test_another_managers_condition_survives_and_is_never_clobbered(
     (theirs,) = managed_by(obj, "other-controller")
     assert list(theirs["fieldsV1"]["f:status"]["f:conditions"]) == ['k:{"type":"Ready"}']
     (ours,) = managed_by(obj, MANAGER)
-    assert list(ours["fieldsV1"]["f:status"]["f:conditions"]) == ['k:{"type":"Validated"}']
+    assert list(ours["fieldsV1"]["f:status"]["f:conditions"]) == [
+        'k:{"type":"Stalled"}', 'k:{"type":"Validated"}']  # fmt: skip
 
     # The other controller changes its condition: ours stays, and is not rewritten.
     validated = condition_of(obj)
@@ -183,35 +205,86 @@ def test_another_managers_condition_survives_and_is_never_clobbered(
     stores.set_spec("shared", TWO_SCORES)
     obj = stores.wait_condition("shared", at_generation(2))
     assert condition_of(obj, "Ready") == ready_now
-    assert [c["type"] for c in obj["status"]["conditions"]] == ["Ready", "Validated"]
+    assert [c["type"] for c in obj["status"]["conditions"]] == ["Ready", "Validated", "Stalled"]
     assert len(audit.status_writes(namespace, writer.user)) == 2
 
 
-def test_a_validated_condition_applied_by_an_older_controller_is_taken_over(
-    namespace: str, stores: Stores, writers: Writers
+def test_a_validated_another_manager_applied_is_left_to_it_logged_once_and_counted(
+    control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
 ) -> None:
-    stores.create("legacy", VALID)
-    stale = {
+    create_unguarded(control_plane, namespace, {"legacy": INVALID})
+    theirs = {
         "type": "Validated", "status": "Unknown", "reason": "Pending",
         "message": "not checked yet", "lastTransitionTime": "2026-01-02T03:04:05Z",
     }  # fmt: skip
-    stores.apply_status("legacy", "legacy-controller", [stale])
-    writers.start("a")
+    stores.apply_status("legacy", "legacy-controller", [theirs])
+    writer = writers.start("a")
 
-    obj = stores.wait_condition("legacy", coherent)
-    condition = condition_of(obj)
-    assert condition is not None
-    assert condition["lastTransitionTime"] != stale["lastTransitionTime"]  # Unknown -> True
-    # force=true moved every field whose value differed to us; the entry's key (`type`,
-    # the same value in both applies) stays co-owned, as server-side apply shares fields
-    # two managers set to the same value.
-    entry = 'k:{"type":"Validated"}'
-    (theirs,) = managed_by(obj, "legacy-controller")
-    assert theirs["fieldsV1"] == {"f:status": {"f:conditions": {entry: {".": {}, "f:type": {}}}}}
-    (ours,) = managed_by(obj, MANAGER)
-    assert set(ours["fieldsV1"]["f:status"]["f:conditions"][entry]) == {
-        ".", "f:type", "f:status", "f:reason", "f:message", "f:lastTransitionTime",
-        "f:observedGeneration"}  # fmt: skip
+    stalled = stores.wait_for("legacy", "Stalled", invalid_stalled)
+    assert condition_of(stalled, "Stalled") == {
+        "type": "Stalled", "status": "True", "reason": "InvalidSpec",
+        "message": INVALID_MESSAGE, "observedGeneration": 1,
+        "lastTransitionTime": condition_of(stalled, "Stalled")["lastTransitionTime"],  # type: ignore[index]
+    }  # fmt: skip
+    # Theirs stays as they wrote it, and none of it is ours.
+    assert condition_of(stalled) == theirs
+    (ours,) = managed_by(stalled, MANAGER)
+    assert list(ours["fieldsV1"]["f:status"]["f:conditions"]) == ['k:{"type":"Stalled"}']
+
+    # A new generation: Stalled follows it, Validated is still theirs, nothing is said again.
+    stores.set_spec("legacy", {**INVALID, "mode": "Monitor"})
+    obj = stores.wait_for("legacy", "Stalled", lambda c: c.get("observedGeneration") == 2)
+    assert condition_of(obj) == theirs
+    writer.wait_log("condition written", count=2)
+    said = writer.messages(YIELDED)
+    assert [(e["name"], e["manager"]) for e in said] == [("legacy", "legacy-controller")]
+    assert writer.metric(YIELDED_TOTAL, manager="legacy-controller") == 1
+    assert writer.metric("feedbackstore_status_objects_validated_yielded") == 1
+    audit.flush(namespace)
+    assert [w.code for w in audit.status_writes(namespace, writer.user)] == [200, 200]
+
+
+def test_a_validated_of_ours_another_manager_rewrites_is_left_to_it_and_never_removed(
+    control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
+) -> None:
+    """The hard case: both own parts of it. Leaving it out of our apply would remove the whole
+    condition, their message with it (kube-apiserver does: README shows it); we keep applying
+    what we own as it stands, under a resourceVersion precondition."""
+    create_unguarded(control_plane, namespace, {"shared": INVALID})
+    writer = writers.start("a")
+    ours = condition_of(stores.wait_condition("shared", invalid))
+    assert ours is not None
+    obj = stores.get("shared")
+    theirs = {**ours, "message": "their words for it"}
+    obj["status"]["conditions"] = [theirs if c["type"] == "Validated" else c
+                                   for c in obj["status"]["conditions"]]  # fmt: skip
+    other = k8s.CustomObjectsApi(api_client(control_plane))
+    other.api_client.user_agent = "another-controller/v1"
+    other.replace_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, PLURAL, "shared", obj)  # fmt: skip
+    writer.wait_log(YIELDED)
+    (entry,) = managed_by(stores.get("shared"), "another-controller")
+    assert entry["fieldsV1"] == {"f:status": {"f:conditions": {
+        'k:{"type":"Validated"}': {"f:message": {}}}}}  # fmt: skip
+
+    # Our next write (a new generation: Stalled changes) keeps their Validated whole.
+    stores.set_spec("shared", {**INVALID, "mode": "Monitor"})
+    obj = stores.wait_for("shared", "Stalled", lambda c: c.get("observedGeneration") == 2)
+    assert condition_of(obj) == theirs
+    (mine,) = managed_by(obj, MANAGER)
+    assert set(mine["fieldsV1"]["f:status"]["f:conditions"]['k:{"type":"Validated"}']) == {
+        ".",
+        "f:type",
+        "f:status",
+        "f:reason",
+        "f:lastTransitionTime",
+        "f:observedGeneration",
+    }
+    audit.flush(namespace)
+    writes = audit.status_writes(namespace, writer.user)
+    assert len(writes) == 2
+    assert "resourceVersion" not in writes[0].uri  # the precondition is in the body, not seen
+    assert writer.metric(YIELDED_TOTAL, manager="another-controller") == 1
 
 
 # -- restarts, leader election -----------------------------------------------------------

@@ -44,7 +44,13 @@ from webhook.doctor.result import (
     warn,
 )
 from webhook.doctor.snapshot import ProbeOutcome, Snapshot, Target, Unreadable
-from webhook.doctor.stores import check_held, check_stores, remove_command
+from webhook.doctor.stores import (
+    check_held,
+    check_stores,
+    check_validated_writers,
+    hand_back_command,
+    remove_command,
+)
 from webhook.rules.api import CRD_NAME
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -663,6 +669,55 @@ def test_store_conditions_unreadable_or_not_listed() -> None:
     assert check_stores(None, "x", "ns").level is Level.SKIP
 
 
+def written_by(name: str, *managers: str) -> dict[str, Any]:
+    """A store whose `Validated` (second of its conditions) has these managers besides ours."""
+    body = store(name, 1, validated("False"))
+    entries = [("feedbackstore-status-writer", "Apply"), *((m, "Update") for m in managers)]
+    body["metadata"]["managedFields"] = [
+        {"manager": manager, "operation": operation, "subresource": "status",
+         "fieldsV1": {"f:status": {"f:conditions": {'k:{"type":"Validated"}': {"f:message": {}}}}}}
+        for manager, operation in entries
+    ]  # fmt: skip
+    return body
+
+
+def test_only_our_writer_writing_validated_is_ok() -> None:
+    result = check_validated_writers([written_by("a"), store("b", 1, None)])
+    assert (result.level, result.detail) == (
+        Level.OK, "no field manager but feedbackstore-status-writer writes Validated")  # fmt: skip
+
+
+def test_a_second_writer_of_validated_is_named_with_its_stores_and_the_fix() -> None:
+    stores = [written_by("a", "ctxmesh-operator"), written_by("b", "ctxmesh-operator", "kubectl"),
+              written_by("c")]  # fmt: skip
+    result = check_validated_writers(stores)
+    assert (result.level, result.detail) == (
+        Level.WARN,
+        "Validated is also written by ctxmesh-operator on 2 FeedbackStores (ns/a, ns/b); "
+        "kubectl on 1 FeedbackStore (ns/b): the status writer leaves it to them and keeps every "
+        "problem in Stalled",
+    )  # fmt: skip
+    assert result.fix == (
+        "if that is the platform's operator, nothing to fix: its Validated says its first "
+        "problem (kubectl describe fs NAME -n NS shows every one under Stalled); else stop that "
+        "controller and give Validated back to the status writer, e.g. kubectl -n ns patch fs a "
+        "--subresource=status --type=json -p "
+        """'[{"op":"test","path":"/status/conditions/1/type","value":"Validated"},"""
+        """{"op":"remove","path":"/status/conditions/1"}]'"""
+    )
+
+
+def test_the_hand_back_command_points_at_validated_wherever_it_is() -> None:
+    body = written_by("a", "x")
+    body["status"]["conditions"].reverse()
+    assert '"path":"/status/conditions/0"}' in hand_back_command(body)
+
+
+def test_validated_writers_unreadable_or_not_listed_is_skipped() -> None:
+    assert check_validated_writers(FORBIDDEN).level is Level.SKIP
+    assert check_validated_writers(None).level is Level.SKIP
+
+
 # -- the dry-run probe -------------------------------------------------------------------
 
 WEBHOOK_WARNING = expected_warnings()[0]
@@ -798,7 +853,7 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
                      "timeoutSeconds", "admissionReviewVersions", "namespaceSelector",
                      "ca-bundle", "certificate-names", "certificate-expiry", "service-endpoints",
                      "webhook-answers", "status-writer-lease", "store-conditions",
-                     "held-deletions")
+                     "validated-writers", "held-deletions")
     ]  # fmt: skip
 
 

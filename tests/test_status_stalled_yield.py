@@ -47,9 +47,10 @@ THEIR_VALIDATED = {**INVALID_VALIDATED, "message": THEIRS}
 def owning(manager: str, operation: str, kind: str, *fields: str) -> dict[str, Any]:
     """A managedFields entry owning `fields` of the `kind` condition (and `.` when listed)."""
     item = {("." if f == "." else f"f:{f}"): {} for f in fields}
+    conditions = {f'k:{{"type":"{kind}"}}': item}
     return {"manager": manager, "operation": operation, "apiVersion": api.API_VERSION,
             "fieldsType": "FieldsV1", "subresource": "status",
-            "fieldsV1": {"f:status": {"f:conditions": {f'k:{{"type":"{kind}"}}': item}}}}  # fmt: skip
+            "fieldsV1": {"f:status": {"f:conditions": conditions}}}  # fmt: skip
 
 
 def store(spec: dict[str, Any], conditions: list[dict[str, Any]], *managed: dict[str, Any]) -> dict:

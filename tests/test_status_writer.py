@@ -25,8 +25,8 @@ from tests.status_support import (
     running_writer,
     sample,
     stale,
-    status_writes,
     stalled,
+    status_writes,
     store_requests,
     validated,
 )

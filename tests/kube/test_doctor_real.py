@@ -73,6 +73,7 @@ EVERY_CHECK = [
     "webhook-answers",
     "status-writer-lease",
     "store-conditions",
+    "validated-writers",
     "held-deletions",
 ]
 
@@ -610,5 +611,6 @@ def test_a_missing_crd_fails_and_what_needs_it_is_skipped(install: Install) -> N
         assert checks["crd"]["detail"] == f"CRD {CRD_NAME} is not installed"
         assert checks["webhook-answers"]["status"] == "skip"
         assert checks["store-conditions"]["status"] == "skip"
+        assert checks["validated-writers"]["status"] == "skip"
     finally:
         install_crd(plane, shipped_crd())

@@ -10,7 +10,7 @@ from webhook.admission.warnings import bounded
 from webhook.doctor import certificates, registration
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot, Target, Unreadable
-from webhook.doctor.stores import check_held, check_stores
+from webhook.doctor.stores import check_held, check_stores, check_validated_writers
 from webhook.kube.leader import read_record
 from webhook.kube.objects import CONDITION_TRUE, find_condition
 from webhook.kube.settings import LEASE_DURATION
@@ -46,6 +46,7 @@ def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Che
     results.append(lease)
     scope = f"in {target.store_namespace}" if target.store_namespace else "in all namespaces"
     results.append(check_stores(snapshot.stores, scope, target.namespace))
+    results.append(check_validated_writers(snapshot.stores))
     results.append(check_held(snapshot.stores, writer_leads=lease.level is Level.OK))
     return results
 

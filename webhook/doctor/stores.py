@@ -1,6 +1,6 @@
-"""The FeedbackStores: does each carry a current `Validated`, and does any hang in `Terminating`?
-A current `False` is an invalid object the webhook never saw (created before it, or while it
-failed open): worth a warning."""
+"""The FeedbackStores: does each carry a current `Validated`, who else writes it, and does any
+hang in `Terminating`? A current `False` is an invalid object the webhook never saw (created
+before it, or while it failed open): worth a warning."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from webhook.doctor.snapshot import FetchedList, Unreadable
 from webhook.kube.objects import CONDITION_FALSE, deletion_in_progress, has_finalizer, metadata_of
 from webhook.rules import api, inuse
 from webhook.rules.messages import counted
+from webhook.status.kubeapi import FIELD_MANAGER
 from webhook.status.usage import current_in_use
-from webhook.status.validated import current_condition, observed_generation
+from webhook.status.validated import current_condition, observed_generation, validated_writers
 
 NAME: Final = "store-conditions"
+WRITERS: Final = "validated-writers"
 HELD: Final = "held-deletions"
 SHOWN: Final = 5
 
@@ -63,6 +65,54 @@ def _state(store: dict[str, Any]) -> str:
     if type(seen) is not int or (generation is not None and seen < generation):
         return "stale"
     return "invalid" if condition.get("status") == CONDITION_FALSE else "current"
+
+
+def check_validated_writers(stores: FetchedList) -> CheckResult:
+    """Another field manager owning part of `Validated`: the status writer leaves it to it (the
+    platform's operator does write it); worth knowing which, and how to hand it back."""
+    if isinstance(stores, Unreadable) or stores is None:
+        return skip(WRITERS, "FeedbackStores not listed")
+    by_manager: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for store in stores:
+        for manager in validated_writers(store):
+            by_manager[manager].append(store)
+    kind, stalled = api.CONDITION_TYPE, api.STALLED_CONDITION_TYPE
+    if not by_manager:
+        return ok(WRITERS, f"no field manager but {FIELD_MANAGER} writes {kind}")
+    found = "; ".join(
+        f"{manager} on {_count(written)} ({_few(written)})"
+        for manager, written in sorted(by_manager.items())
+    )
+    first = by_manager[min(by_manager)][0]
+    return warn(
+        WRITERS,
+        f"{kind} is also written by {found}: the status writer leaves it to them and keeps "
+        f"every problem in {stalled}",
+        f"if that is the platform's operator, nothing to fix: its {kind} says its first problem "
+        f"(kubectl describe fs NAME -n NS shows every one under {stalled}); else stop that "
+        f"controller and give {kind} back to the status writer, e.g. {hand_back_command(first)}",
+    )
+
+
+def hand_back_command(store: dict[str, Any]) -> str:
+    """A JSON patch of the status removing `Validated` whole (everyone's fields of it, so its
+    managers with it), guarded by a `test` of its position; the writer then writes its own."""
+    metadata = metadata_of(store)
+    status = store.get("status")
+    conditions = status.get("conditions") if isinstance(status, dict) else None
+    items = conditions if isinstance(conditions, list) else []
+    found = current_condition(store)
+    index = next((i for i, condition in enumerate(items) if condition is found), 0)
+    path = f"/status/conditions/{index}"
+    patch = json.dumps(
+        [{"op": "test", "path": f"{path}/type", "value": api.CONDITION_TYPE},
+         {"op": "remove", "path": path}],
+        separators=(",", ":"),
+    )  # fmt: skip
+    return (
+        f"kubectl -n {metadata.get('namespace')} patch fs {metadata.get('name')} "
+        f"--subresource=status --type=json -p '{patch}'"
+    )
 
 
 def check_held(stores: FetchedList, *, writer_leads: bool) -> CheckResult:

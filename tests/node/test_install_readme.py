@@ -197,9 +197,9 @@ def test_doctor_is_all_green_on_the_healthy_install(
     lines = result.stdout.splitlines()
     assert result.returncode == 0, result.stdout + result.stderr
     checks = [line for line in lines if re.match(r"^(ok|WARN|FAIL|skip)\s", line)]
-    assert len(checks) == 15, result.stdout
+    assert len(checks) == 16, result.stdout
     assert all(line.startswith("ok ") for line in checks), result.stdout
-    assert lines[-1] == "15 checks: 15 ok, 0 warnings, 0 failed, 0 skipped — all is well"
+    assert lines[-1] == "16 checks: 16 ok, 0 warnings, 0 failed, 0 skipped — all is well"
     answers = next(line for line in checks if line.split()[1] == "webhook-answers")
     assert "kube-apiserver called the webhook" in answers
     endpoints = next(line for line in checks if line.split()[1] == "service-endpoints")

@@ -294,7 +294,7 @@ def test_doctor_names_what_is_broken(path1: object, shell: Shell, broken: str) -
         code, checks, output = doctor(shell)
         assert code == 1, output
         assert must_fail <= failed_checks(checks) <= must_fail | may_fail, output
-        assert len(checks) == 15, output
+        assert len(checks) == 16, output
     finally:
         for command in repair:
             _ok(shell, command)

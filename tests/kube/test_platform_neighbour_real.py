@@ -12,7 +12,11 @@ problem of ours is in `Stalled`, and `InUse` and our finalizer survived the plat
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import pathlib
+import shlex
 import time
 from collections import Counter
 from typing import Any
@@ -36,9 +40,11 @@ from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     create_unguarded,
     eventually,
 )
+from webhook.cli.main import main
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
+YIELDED = "Validated left to another field manager; every problem stays in Stalled"
 # Long enough to see any loop of either side: each write of one is the other's next change.
 WINDOW_SECONDS = 40.0
 # A write before this much quiet is still part of the first seconds.
@@ -192,3 +198,45 @@ def test_beside_the_platforms_reconciler_both_fall_quiet_and_every_problem_stays
     for name in ("one-problem", "several"):
         managers = {e["manager"] for e in final[name]["metadata"]["managedFields"]}
         assert {MANAGER, "ctxmesh-operator"} <= managers
+
+
+def test_the_doctor_names_a_second_writer_of_validated_and_its_fix_hands_it_back(
+    control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers
+) -> None:
+    create_unguarded(control_plane, namespace, {"legacy": ONE_PROBLEM})
+    theirs = {
+        "type": "Validated", "status": "True", "reason": "Checked",
+        "message": "looked fine to me", "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }  # fmt: skip
+    stores.apply_status("legacy", "legacy-controller", [theirs])
+    writer = writers.start("a")
+    writer.wait_log(YIELDED)
+
+    check = doctor(control_plane, namespace)
+    assert (check["status"], check["detail"]) == (
+        "warn",
+        f"Validated is also written by legacy-controller on 1 FeedbackStore ({namespace}/legacy):"
+        " the status writer leaves it to them and keeps every problem in Stalled",
+    )
+    command = check["fix"].split("e.g. ", 1)[1]
+    assert command.startswith(f"kubectl -n {namespace} patch fs legacy --subresource=status ")
+    control_plane.kubectl(*shlex.split(command)[1:], check=True)
+
+    # Nobody else owns any of it now: the writer writes its own, with every problem.
+    obj = stores.wait_condition("legacy", lambda c: c["message"] == INVALID_MESSAGE)
+    validated = condition_of(obj)
+    assert validated is not None
+    assert (validated["status"], validated["reason"]) == ("False", "InvalidSpec")
+    writer.wait_log("Validated written again: no other field manager owns it")
+    assert doctor(control_plane, namespace)["status"] == "ok"
+
+
+def doctor(plane: ControlPlane, namespace: str) -> dict[str, str]:
+    """The doctor's `validated-writers` check on the stores of `namespace` (`-o json`)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["doctor", "--kubeconfig", str(plane.kubeconfig), "--store-namespace", namespace,
+              "-o", "json"])  # fmt: skip
+    checks = {check["name"]: check for check in json.loads(out.getvalue())["checks"]}
+    found: dict[str, str] = checks["validated-writers"]
+    return found

@@ -144,7 +144,7 @@ def test_a_checked_spec_carries_the_rules_warnings() -> None:
     response, why = answer(create(monitor_spec()))
     assert why is Why.VALID
     assert response["warnings"] == [
-        "spec.mode: Monitor accepts undeclared score names (counted, not rejected); "
+        "spec.mode: Monitor relays undeclared score names instead of rejecting them (422); "
         "use only to migrate"
     ]
 

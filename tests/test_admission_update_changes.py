@@ -15,14 +15,15 @@ from tests.admission_support.reviews import create, feedbackstore, review, updat
 from webhook.admission import Why, decide, decode_review, review_answer
 from webhook.status.usage import plan_usage
 
-REMOVED_THUMBS = 'score "thumbs" removed from human: the gateway rejects "thumbs" from now on'
+REMOVED_THUMBS = 'score "thumbs" removed from human: the gateway rejects "thumbs" (422) from now on'
 TO_MONITOR = (
-    "mode Enforce -> Monitor: the gateway accepts undeclared score names, only counting them"
+    "mode Enforce -> Monitor: the gateway relays undeclared score names, read as unattributed"
 )
 
 
 MONITOR_FIELD_WARNING = (
-    "spec.mode: Monitor accepts undeclared score names (counted, not rejected); use only to migrate"
+    "spec.mode: Monitor relays undeclared score names instead of rejecting them (422); "
+    "use only to migrate"
 )
 
 
@@ -65,7 +66,7 @@ def test_several_changes_are_each_said_in_order() -> None:
     response, _ = answer(update(spec, valid_spec()))
     assert response["warnings"] == [
         TO_MONITOR,
-        'score "thumbs" removed from human: "thumbs" is counted as undeclared from now on',
+        'score "thumbs" removed from human: "thumbs" is relayed, read as unattributed, from now on',
         MONITOR_FIELD_WARNING,
     ]
 
@@ -110,7 +111,8 @@ def test_a_store_in_use_names_its_agents_in_each_warning() -> None:
         'FeedbackStore "support-feedback" is in use by 2 AgentDeployments: '
         "support-agent, billing-agent",
         TO_MONITOR + "; used by 2 AgentDeployments",
-        'score "thumbs" removed from human: "thumbs" is counted as undeclared from now on'
+        'score "thumbs" removed from human: "thumbs" is relayed, read as '
+        "unattributed, from now on"
         "; used by 2 AgentDeployments",
         MONITOR_FIELD_WARNING,
     ]
@@ -143,7 +145,8 @@ def test_many_changes_are_bounded_with_a_count_of_the_rest() -> None:
     assert sum(map(len, warnings)) <= 2048
     assert (
         warnings[0]
-        == 'score "score-00" renamed to "kept" in human: the gateway rejects "score-00" from now on'
+        == 'score "score-00" renamed to "kept" in human: the gateway rejects "score-00" (422) '
+        "from now on"
     )
     kept = len(warnings) - 1
     assert warnings[-1] == f"and {64 - kept} more warnings"

@@ -23,9 +23,10 @@ def test_each_change_is_a_warning_at_the_new_manifest(tmp_path: Path) -> None:
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
         f"{new}:10:17: agents/support-feedback: spec.human.scores[0].dataType: warning: "
-        'score "thumbs" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it no longer match',
+        'score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it reads '
+        "as NUMERIC in Langfuse",
         f"{new}:9:5: agents/support-feedback: spec.human.scores: warning: "
-        'score "tone" removed from human: the gateway rejects "tone" from now on',
+        'score "tone" removed from human: the gateway rejects "tone" (422) from now on',
         SUMMARY,
     ]
 
@@ -57,7 +58,7 @@ def test_the_previous_manifests_may_come_from_stdin_and_a_directory(tmp_path: Pa
     assert result.returncode == 0
     assert result.stdout.splitlines() == [
         '-:11:13: agents/support-feedback: spec.human.scores[1].name: warning: score "tone" '
-        'renamed to "mood" in human: the gateway rejects "tone" from now on',
+        'renamed to "mood" in human: the gateway rejects "tone" (422) from now on',
         SUMMARY,
     ]
 
@@ -77,11 +78,12 @@ def test_in_json_each_change_is_an_object_with_its_position(tmp_path: Path) -> N
     assert json.loads(result.stdout)["changes"] == [
         {"source": str(new), "line": 10, "column": 17, "name": "agents/support-feedback",
          "field": "spec.human.scores[0].dataType",
-         "message": 'score "thumbs" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it '
-                    "no longer match"},
+         "message": 'score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no '
+                    "dataType; it reads as NUMERIC in Langfuse"},
         {"source": str(new), "line": 9, "column": 5, "name": "agents/support-feedback",
          "field": "spec.human.scores",
-         "message": 'score "tone" removed from human: the gateway rejects "tone" from now on'},
+         "message": 'score "tone" removed from human: the gateway rejects "tone" (422) from '
+                    "now on"},
         {"source": str(old), "line": 17, "column": 1, "name": "agents/other", "field": "",
          "message": "FeedbackStore deleted: the agents that reference it lose their store, and "
                     "its scores their gate"},
@@ -95,7 +97,7 @@ def test_for_github_and_sarif_each_change_is_a_warning_annotation(tmp_path: Path
     assert github[1] == (
         f"::warning file={new},line=9,col=5,title=FeedbackStore agents/support-feedback%3A "
         'SpecChange::agents/support-feedback: spec.human.scores: score "tone" removed from '
-        'human: the gateway rejects "tone" from now on'
+        'human: the gateway rejects "tone" (422) from now on'
     )
     sarif = json.loads(run(str(new), "--previous", str(old), "-o", "sarif").stdout)
     results = sarif["runs"][0]["results"]

@@ -240,50 +240,52 @@ def test_the_comparison_does_not_change_its_inputs() -> None:
 SENTENCES = [
     pytest.param(
         Change(K.MODE_ENFORCED, True, before="Monitor", after="Enforce"),
-        "mode Monitor -> Enforce: the gateway rejects undeclared score names from now on",
+        "mode Monitor -> Enforce: the gateway rejects undeclared score names (422) from now on",
         id="Monitor to Enforce",
     ),
     pytest.param(
         Change(K.MODE_MONITORED, False, before="Enforce", after="Monitor"),
-        "mode Enforce -> Monitor: the gateway accepts undeclared score names, only counting them",
+        "mode Enforce -> Monitor: the gateway relays undeclared score names, read as unattributed",
         id="Enforce to Monitor",
     ),
     pytest.param(
         Change(K.SCORE_REMOVED, True, "thumbs"),
-        'score "thumbs" removed from human: the gateway rejects "thumbs" from now on',
+        'score "thumbs" removed from human: the gateway rejects "thumbs" (422) from now on',
         id="removed, Enforce",
     ),
     pytest.param(
         Change(K.SCORE_REMOVED, False, "thumbs"),
-        'score "thumbs" removed from human: "thumbs" is counted as undeclared from now on',
+        'score "thumbs" removed from human: "thumbs" is relayed, read as unattributed, from now on',
         id="removed, Monitor",
     ),
     pytest.param(
         Change(K.SCORE_RENAMED, True, "csat", "satisfaction", "csat-webhook", "csat-webhook"),
         'score "csat" renamed to "satisfaction" in channel "csat-webhook": '
-        'the gateway rejects "csat" from now on',
+        'the gateway rejects "csat" (422) from now on',
         id="renamed in a channel",
     ),
     pytest.param(
         Change(K.DATA_TYPE_CHANGED, True, "thumbs", before="BOOLEAN", after="NUMERIC"),
-        'score "thumbs" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it no longer match',
+        'score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it reads '
+        "as NUMERIC in Langfuse",
         id="dataType",
     ),
     pytest.param(
         Change(K.SCORE_MOVED, True, "csat", source="csat-webhook", new_source=HUMAN),
         'score "csat" moved from channel "csat-webhook" to human: '
-        "its scores are attributed there from now on",
+        "its scores read as human from now on",
         id="moved",
     ),
     pytest.param(
         Change(K.CHANNEL_REMOVED, True, "csat-webhook", after="csat"),
-        'channel "csat-webhook" removed with score "csat": the gateway rejects "csat" from now on',
+        'channel "csat-webhook" removed with score "csat": the gateway rejects "csat" (422) '
+        "from now on",
         id="channel removed",
     ),
     pytest.param(
         Change(K.CHANNEL_RENAMED, True, "csat-webhook", "csat-v2", after="csat"),
         'channel "csat-webhook" renamed to "csat-v2": '
-        'score "csat" is attributed to the new name from now on',
+        'score "csat" reads as "external:csat-v2" from now on',
         id="channel renamed",
     ),
 ]

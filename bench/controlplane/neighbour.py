@@ -8,7 +8,8 @@ an AgentDeployment uses); the stand-in of the platform's reconciler
 from git, as bench/controlplane/writer.py runs it) started together. Counted from the audit log,
 per side (user): the requests that can change a store (update and patch of `feedbackstores` and
 `feedbackstores/status`) in the first phase, from the start until no store's resourceVersion
-moved for 3 s (at most `--settle` seconds), then in a window of `--window` seconds after it.
+moved for 3 s after both sides' conditions were there (at most `--settle` seconds; the time
+given is until the last move), then in a window of `--window` seconds after it.
 
     python bench/controlplane/neighbour.py [--ref HEAD] [--baseline 247cc1d] [--window 40]
 """
@@ -33,7 +34,7 @@ from tests.kube.controlplane import ControlPlane, binaries, running
 from tests.kube.inuse_support import Agents, agent_crd_installed
 from tests.kube.platform_reconciler import USER, PlatformProcess, install_identity
 from tests.kube.status_writer_support import Audit, Stores, create_unguarded
-from tests.kube.test_platform_neighbour_real import CASES
+from tests.kube.test_platform_neighbour_real import CASES, settled
 
 
 def start_writer(
@@ -60,10 +61,15 @@ def writes(audit: Audit, namespace: str, user: str) -> int:
 
 
 def settle(stores: Stores, names: list[str], quiet: float, cap: float) -> float:
-    """Seconds until no store's resourceVersion moved for `quiet` seconds (at most `cap`)."""
+    """Seconds until every store carries both sides' conditions and then no store's
+    resourceVersion moved for `quiet` seconds (at most `cap`)."""
     started = time.monotonic()
+    while not all(settled(stores, n) for n in names):
+        if time.monotonic() - started > cap:
+            return cap
+        time.sleep(0.1)
     versions: dict[str, str] = {}
-    since = started
+    since = time.monotonic()
     while time.monotonic() - started < cap:
         now = {n: stores.get(n)["metadata"]["resourceVersion"] for n in names}
         if now != versions:

@@ -95,13 +95,13 @@ MINIMAL = "examples/minimal.yaml"
 
 # The webhook's warning for a Monitor-mode store.
 MONITOR_WARNING = (
-    "Warning: spec.mode: Monitor accepts undeclared score names (counted, not rejected); "
+    "Warning: spec.mode: Monitor relays undeclared score names instead of rejecting them (422); "
     "use only to migrate\n"
 )
 # The webhook's change-impact warning for an UPDATE from Enforce to Monitor (issue 17).
 TO_MONITOR_WARNING = (
-    "Warning: mode Enforce -> Monitor: the gateway accepts undeclared score names, "
-    "only counting them\n"
+    "Warning: mode Enforce -> Monitor: the gateway relays undeclared score names, "
+    "read as unattributed\n"
 )
 ADD_THUMBS = '[{"op":"add","path":"/spec/human/scores/-","value":{"name":"thumbs"}}]'
 

@@ -105,28 +105,28 @@ def reorder(spec: dict[str, Any]) -> None:
 # (store name, the change, the warnings kubectl prints)
 CHANGES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("removed", remove_tone,
-     'Warning: score "tone" removed from human: the gateway rejects "tone" from now on\n'),
+     'Warning: score "tone" removed from human: the gateway rejects "tone" (422) from now on\n'),
     ("renamed", rename_thumbs,
-     'Warning: score "thumbs" renamed to "thumb" in human: the gateway rejects "thumbs" '
+     'Warning: score "thumbs" renamed to "thumb" in human: the gateway rejects "thumbs" (422) '
      "from now on\n"),
     ("retyped", retype_thumbs,
-     'Warning: score "thumbs" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it no '
-     "longer match\n"),
+     'Warning: score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it '
+     "reads as NUMERIC in Langfuse\n"),
     ("to-human", csat_to_human,
-     'Warning: score "csat" moved from channel "csat-webhook" to human: its scores are '
-     "attributed there from now on\n"),
+     'Warning: score "csat" moved from channel "csat-webhook" to human: its scores read as '
+     "human from now on\n"),
     ("to-channel", thumbs_to_a_channel,
-     'Warning: score "thumbs" moved from human to channel "thumbs-api": its scores are '
-     "attributed there from now on\n"),
+     'Warning: score "thumbs" moved from human to channel "thumbs-api": its scores read as '
+     '"external:thumbs-api" from now on\n'),
     ("no-channel", remove_channel,
      'Warning: channel "csat-webhook" removed with score "csat": the gateway rejects "csat" '
-     "from now on\n"),
+     "(422) from now on\n"),
     ("channel-renamed", rename_channel,
-     'Warning: channel "csat-webhook" renamed to "csat-v2": score "csat" is attributed to the '
-     "new name from now on\n"),
+     'Warning: channel "csat-webhook" renamed to "csat-v2": score "csat" reads as '
+     '"external:csat-v2" from now on\n'),
     ("monitor", to_monitor,
-     "Warning: mode Enforce -> Monitor: the gateway accepts undeclared score names, only "
-     "counting them\n" + MONITOR_WARNING),
+     "Warning: mode Enforce -> Monitor: the gateway relays undeclared score names, read as "
+     "unattributed\n" + MONITOR_WARNING),
     ("reordered", reorder, ""),
 ]  # fmt: skip
 
@@ -168,23 +168,24 @@ PATCHED = f"{GROUP_KIND}/support-feedback patched\n"
 # (command, the warnings it prints), one after the other on the same store
 SEQUENCE = [
     (json_patch("remove", "/spec/human/scores/1"),
-     'Warning: score "tone" removed from human: the gateway rejects "tone" from now on\n'),
+     'Warning: score "tone" removed from human: the gateway rejects "tone" (422) from now on\n'),
     (json_patch("replace", "/spec/human/scores/0/name", "thumb"),
-     'Warning: score "thumbs" renamed to "thumb" in human: the gateway rejects "thumbs" '
+     'Warning: score "thumbs" renamed to "thumb" in human: the gateway rejects "thumbs" (422) '
      "from now on\n"),
     (json_patch("replace", "/spec/human/scores/0/dataType", "NUMERIC"),
-     'Warning: score "thumb" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it no '
-     "longer match\n"),
+     'Warning: score "thumb" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it '
+     "reads as NUMERIC in Langfuse\n"),
     (json_patch("replace", "/spec/external/0/name", "csat-v2"),
-     'Warning: channel "csat-webhook" renamed to "csat-v2": score "csat" is attributed to the '
-     "new name from now on\n"),
+     'Warning: channel "csat-webhook" renamed to "csat-v2": score "csat" reads as '
+     '"external:csat-v2" from now on\n'),
     (merge_patch('{"mode":"Monitor"}'),
-     "Warning: mode Enforce -> Monitor: the gateway accepts undeclared score names, only "
-     "counting them\n" + MONITOR_WARNING),
+     "Warning: mode Enforce -> Monitor: the gateway relays undeclared score names, read as "
+     "unattributed\n" + MONITOR_WARNING),
     (merge_patch('{"mode":"Enforce","external":null}'),
-     "Warning: mode Monitor -> Enforce: the gateway rejects undeclared score names from now on\n"
+     "Warning: mode Monitor -> Enforce: the gateway rejects undeclared score names (422) from "
+     "now on\n"
      'Warning: channel "csat-v2" removed with score "csat": the gateway rejects "csat" '
-     "from now on\n"),
+     "(422) from now on\n"),
 ]  # fmt: skip
 
 
@@ -217,7 +218,7 @@ def test_an_invalid_update_is_still_refused_and_told_what_it_would_change(
     finally:
         install_crd(control_plane, shipped_crd())
     assert step.printed == failed(
-        'Warning: score "tone" removed from human: the gateway rejects "tone" from now on\n'
+        'Warning: score "tone" removed from human: the gateway rejects "tone" (422) from now on\n'
         'The FeedbackStore "support-feedback" is invalid: spec.human.scores[1].name: '
         'Duplicate value: "thumbs": human score names must be unique '
         "(first declared at spec.human.scores[0].name)\n"
@@ -250,7 +251,7 @@ def test_a_store_in_use_names_its_agents(
         f"{GROUP_KIND}/support-feedback configured\n",
         'Warning: FeedbackStore "support-feedback" is in use by 2 AgentDeployments: '
         "billing-agent, support-agent\n"
-        'Warning: score "tone" removed from human: the gateway rejects "tone" from now on; '
+        'Warning: score "tone" removed from human: the gateway rejects "tone" (422) from now on; '
         "used by 2 AgentDeployments\n",
     )
     print(step.console())

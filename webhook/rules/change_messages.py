@@ -1,4 +1,5 @@
-"""What each change of spec (`changes.py`) means for the gateway, as one short sentence.
+"""What each change of spec (`changes.py`) means for the gateway, as one short sentence: only
+what the gateway does (SPEC §9, `messages.py`): 422 or relayed, and how scores read.
 
 Said the same by the webhook (UPDATE warnings) and the CLI. A sentence names
 at most `_SHOWN_NAME` characters of a name (cut with "..."), so it keeps within
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from webhook.rules import api, inuse
+from webhook.rules import api, inuse, messages
 from webhook.rules.changes import HUMAN, Change, ChangeKind
 from webhook.rules.field_errors import quote
 
@@ -26,22 +27,30 @@ def _source(source: str) -> str:
     return "human" if source == HUMAN else f"channel {_name(source)}"
 
 
+def _reads_as(source: str) -> str:
+    """The attribution a score of `source` reads as: `human`, or a channel's quoted."""
+    return messages.attribution(None) if source == HUMAN else _name(messages.attribution(source))
+
+
 def _lost(change: Change, name: str) -> str:
     """What the gateway does from now on with scores still sent under `name`."""
     if change.enforce:
-        return f"the gateway rejects {_name(name)} from now on"
-    return f"{_name(name)} is counted as undeclared from now on"
+        return f"the gateway rejects {_name(name)} ({messages.REJECTED}) from now on"
+    return f"{_name(name)} is relayed, read as {messages.UNATTRIBUTED}, from now on"
 
 
 def change_sentence(change: Change) -> str:
     name, new_name, after = _name(change.name), _name(change.new_name), change.after
     match change.kind:
         case ChangeKind.MODE_ENFORCED:
-            return "mode Monitor -> Enforce: the gateway rejects undeclared score names from now on"
+            return (
+                "mode Monitor -> Enforce: the gateway rejects undeclared score names "
+                f"({messages.REJECTED}) from now on"
+            )
         case ChangeKind.MODE_MONITORED:
             return (
-                "mode Enforce -> Monitor: the gateway accepts undeclared score names, "
-                "only counting them"
+                "mode Enforce -> Monitor: the gateway relays undeclared score names, "
+                f"read as {messages.UNATTRIBUTED}"
             )
         case ChangeKind.SCORE_REMOVED:
             head = f"score {name} removed from {_source(change.source)}"
@@ -51,17 +60,17 @@ def change_sentence(change: Change) -> str:
             return f"{head}: {_lost(change, change.name)}"
         case ChangeKind.DATA_TYPE_CHANGED:
             head = f"score {name} dataType {change.before} -> {after}"
-            return f"{head}: {change.before} values sent for it no longer match"
+            return f"{head}: the gateway checks no dataType; it reads as {after} in Langfuse"
         case ChangeKind.SCORE_MOVED:
             head = (
                 f"score {name} moved from {_source(change.source)} to {_source(change.new_source)}"
             )
-            return f"{head}: its scores are attributed there from now on"
+            return f"{head}: its scores read as {_reads_as(change.new_source)} from now on"
         case ChangeKind.CHANNEL_REMOVED:
             return f"channel {name} removed with score {_name(after)}: {_lost(change, after)}"
         case ChangeKind.CHANNEL_RENAMED:
             head = f"channel {name} renamed to {new_name}"
-            return f"{head}: score {_name(after)} is attributed to the new name from now on"
+            return f"{head}: score {_name(after)} reads as {_reads_as(change.new_name)} from now on"
 
 
 def with_users(sentence: str, count: int, agents: tuple[str, ...]) -> str:

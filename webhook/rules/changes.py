@@ -1,8 +1,9 @@
 """What a change of spec does to score ingestion: old spec, new spec → changes (issue 17).
 
-In `Enforce` mode the gateway rejects an undeclared score name and attributes
-each declared one to its source, so the change that loses data is a valid one:
-a name removed, renamed, retyped or moved while producers still send it.
+In `Enforce` mode the gateway rejects an undeclared score name (422) and, on
+read, attributes each declared one to its source, so the change that loses data
+is a valid one: a name removed or renamed while producers still send it; a name
+retyped or moved reads otherwise from then on.
 
 The specs are read as sent, valid or not (an invalid UPDATE is still told what
 it would have changed): a malformed entry is skipped, a duplicated name counts

@@ -25,15 +25,30 @@ MSG_DUP_ACROSS: Final = (
 MSG_DUP_EXTERNAL: Final = "each external channel must declare a distinct score name"
 MSG_DUP_CHANNEL: Final = "external channel names must be unique"
 
-# Further words of the verdict: what a missing or empty part needs, and the
-# warnings (allowed, but surprising).
+# Further words of the verdict: what a missing or empty part needs.
 MSG_HUMAN_SCORES_REQUIRED: Final = "human.scores is required when human is set"
 MSG_HUMAN_SCORES_EMPTY: Final = f"must have at least {api.MIN_HUMAN_SCORES} item"
 MSG_CHANNEL_SCORE_REQUIRED: Final = "the score this channel writes"
+
+# The warnings (allowed, but surprising) say only what the platform's gateway does (SPEC §9):
+# it trims a submitted score name; in Enforce an undeclared name gets 422, Monitor relays it; it
+# sends a float value and checks neither dataType nor categories; on read it attributes each
+# score to `human`, `external:<channel>` or `unattributed`.
+REJECTED: Final = "422"
+UNATTRIBUTED: Final = "unattributed"
 WARN_MONITOR: Final = (
-    "Monitor accepts undeclared score names (counted, not rejected); use only to migrate"
+    f"Monitor relays undeclared score names instead of rejecting them ({REJECTED}); "
+    "use only to migrate"
 )
-WARN_NO_CATEGORIES: Final = "CATEGORICAL score declares no categories, so any label is accepted"
+WARN_NO_CATEGORIES: Final = (
+    f"{api.CATEGORICAL} score declares no categories (the gateway checks no value against them)"
+)
+
+
+def attribution(channel: str | None) -> str:
+    """What a score reads as attributed to: `human` (None) or `external:<channel>`."""
+    return "human" if channel is None else f"external:{channel}"
+
 
 
 def name_required(kind: str) -> str:
@@ -48,11 +63,16 @@ def first_declared_at(why: str, first: str) -> str:
 
 
 def warn_categories_ignored(data_type: str) -> str:
-    return f"ignored: dataType is {data_type}, not {api.CATEGORICAL}"
+    return f"no effect: dataType is {data_type}, and the gateway checks no value against categories"
 
 
-def warn_untrimmed(quoted_name: str) -> str:
-    return f"{quoted_name} has leading/trailing whitespace; the gateway trims names"
+def warn_untrimmed_score(quoted_name: str) -> str:
+    """The name last, so that a long one is what a cut to 120 characters shortens."""
+    return f"in Enforce this score is lost entirely: no trimmed submission matches {quoted_name}"
+
+
+def warn_untrimmed_channel(quoted_attribution: str) -> str:
+    return f"on read its scores are attributed to {quoted_attribution}, whitespace kept"
 
 
 def counted(count: int, noun: str) -> str:

@@ -15,7 +15,7 @@ findings and counts the rest, so a hostile object costs counting, not memory.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from webhook.rules import api, messages
@@ -33,7 +33,8 @@ from webhook.rules.field_errors import (
 )
 from webhook.rules.model import CHANNEL_FIELDS, HUMAN_FIELDS, SCORE_FIELDS, SPEC_FIELDS
 
-_MAX_NAME_IN_WARNING = 24
+# A whitespace warning names this much of the name: with the longest path, within 120 characters.
+_MAX_NAME_IN_WARNING = 15
 
 Finding = Problem | FieldWarning
 
@@ -178,7 +179,7 @@ def _external(
             yield type_invalid(item, channel, "object")
             continue
         yield from unknown_fields(channel, CHANNEL_FIELDS, item)
-        name, said = _name(channel.get("name"), item)
+        name, said = _name(channel.get("name"), item, _untrimmed_channel)
         if said is not None:
             yield said
         if name is not None:
@@ -238,7 +239,17 @@ def _score(score: object, path: str) -> Generator[Finding, None, str | None]:
     return name
 
 
-def _name(name: object, owner: str) -> tuple[str | None, Finding | None]:
+def _untrimmed_score(shown: str) -> str:
+    return messages.warn_untrimmed_score(quote(shown))
+
+
+def _untrimmed_channel(shown: str) -> str:
+    return messages.warn_untrimmed_channel(quote(messages.attribution(shown)))
+
+
+def _name(
+    name: object, owner: str, untrimmed: Callable[[str], str] = _untrimmed_score
+) -> tuple[str | None, Finding | None]:
     """Check `<owner>.name`: the name when usable, and what there is to say about it.
 
     The path is only built when there is something to say.
@@ -247,7 +258,7 @@ def _name(name: object, owner: str) -> tuple[str | None, Finding | None]:
         if name == name.strip():
             return name, None
         shown = name if len(name) <= _MAX_NAME_IN_WARNING else name[:_MAX_NAME_IN_WARNING] + "..."
-        return name, FieldWarning(f"{owner}.name", messages.warn_untrimmed(quote(shown)))
+        return name, FieldWarning(f"{owner}.name", untrimmed(shown))
     path = f"{owner}.name"
     if name is None or name == "":
         return None, required(path)

@@ -79,8 +79,8 @@ CHANNEL_DENIED = (
 )
 # The change-impact warning (issue 17) of an update that drops thumbs' `dataType: BOOLEAN`.
 RETYPED = (
-    'Warning: score "thumbs" dataType BOOLEAN -> NUMERIC: BOOLEAN values sent for it no '
-    "longer match\n"
+    'Warning: score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it '
+    "reads as NUMERIC in Langfuse\n"
 )
 THUMBS_DENIED = (
     'The FeedbackStore "support-feedback" is invalid: spec.human.scores[1].name: '

@@ -45,8 +45,8 @@ def test_a_store_deleted_outright_is_a_warning_of_its_own(tmp_path: Path) -> Non
     result = run(str(new), "--previous", str(old))
     assert result.returncode == 0
     assert result.stdout.splitlines() == [
-        f"{old}:16:1: agents/other: warning: FeedbackStore deleted: the agents that reference it "
-        "lose their store, and its scores their gate",
+        f"{old}:16:1: agents/other: warning: FeedbackStore deleted: the gateway cannot read it, "
+        "so it answers 403 to the scores of the agents that reference it",
         SUMMARY,
     ]
 
@@ -85,8 +85,8 @@ def test_in_json_each_change_is_an_object_with_its_position(tmp_path: Path) -> N
          "message": 'score "tone" removed from human: the gateway rejects "tone" (422) from '
                     "now on"},
         {"source": str(old), "line": 17, "column": 1, "name": "agents/other", "field": "",
-         "message": "FeedbackStore deleted: the agents that reference it lose their store, and "
-                    "its scores their gate"},
+         "message": "FeedbackStore deleted: the gateway cannot read it, so it answers 403 to "
+                    "the scores of the agents that reference it"},
     ]  # fmt: skip
 
 

@@ -23,8 +23,8 @@ from webhook.rules.manifest import check_manifest, declaring_form, is_agentdeplo
 # (with `repo` for a remote base) names the file someone edits, not the built stream.
 ORIGIN_ANNOTATION = "config.kubernetes.io/origin"
 DELETED: Final = (
-    "FeedbackStore deleted: the agents that reference it lose their store, and its scores "
-    "their gate"
+    "FeedbackStore deleted: the gateway cannot read it, so it answers 403 to the scores of the "
+    "agents that reference it"
 )
 # A declaration `--previous` matches by kind, namespace and name: its source, its node, its
 # object and its form.

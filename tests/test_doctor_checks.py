@@ -726,7 +726,7 @@ WEBHOOK_WARNING = expected_warnings()[0]
 def test_the_probe_is_a_valid_monitor_store_whose_warning_comes_from_the_rules() -> None:
     body = probe_store("ns")
     assert body["spec"]["mode"] == "Monitor"
-    assert WEBHOOK_WARNING.startswith("spec.mode: Monitor accepts undeclared score names")
+    assert WEBHOOK_WARNING.startswith("spec.mode: Monitor relays undeclared score names")
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,7 @@ SCRIPT = pathlib.Path(sys.executable).parent / "feedbackstore-webhook"
 WEBHOOK = "validate.feedbackstores.agents.ctxmesh.ai"
 # A valid store only the webhook warns about: a call that carries the warning reached it.
 MONITOR = {"mode": "Monitor", "human": {"scores": [{"name": "thumbs"}]}}
-MONITOR_WARNING = "spec.mode: Monitor accepts undeclared score names"
+MONITOR_WARNING = "spec.mode: Monitor relays undeclared score names"
 PROBE_LABEL = "feedbackstore-test/rotation-probe"
 ROTATION_CALLS_MAX = 3000
 ROTATION_SECONDS_MAX = 90.0

@@ -84,8 +84,8 @@ def test_the_agents_warnings_are_said_under_spec_feedback(tmp_path: Path) -> Non
     result = run(str(path))
     assert result.returncode == 0
     assert result.stdout.splitlines()[0] == (
-        f"{path}:18:11: agents/support-agent: spec.feedback.mode: warning: Monitor accepts "
-        "undeclared score names (counted, not rejected); use only to migrate"
+        f"{path}:18:11: agents/support-agent: spec.feedback.mode: warning: Monitor relays "
+        "undeclared score names instead of rejecting them (422); use only to migrate"
     )
 
 
@@ -128,7 +128,8 @@ def test_previous_says_what_an_agents_feedback_change_does_at_the_new_value(
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.splitlines() == [
         f"{new}:12:15: agents/support-agent: spec.feedback.human.scores[0].name: warning: "
-        'score "thumbs" renamed to "thumbs-up" in human: the gateway rejects "thumbs" from now on',
+        'score "thumbs" renamed to "thumbs-up" in human: the gateway rejects "thumbs" (422) '
+        "from now on",
         "1 AgentDeployment checked, 0 invalid, 0 other documents skipped",
     ]
     github = run(str(new), "--previous", str(old), "-o", "github").stdout.splitlines()[0]

@@ -382,7 +382,7 @@ def test_what_an_agents_author_sees_on_update(user: User, server: WebhookServer)
     assert renamed.printed == succeeded(
         "agentdeployment.agents.ctxmesh.ai/support-agent patched\n",
         'Warning: score "thumbs" renamed to "thumbs-up" in human: the gateway rejects "thumbs" '
-        "from now on\n" + "".join(f"{w}\n" for w in expected_warnings(RENAMED)),
+        "(422) from now on\n" + "".join(f"{w}\n" for w in expected_warnings(RENAMED)),
     )
     scaled = user.run(
         """kubectl patch agentdeployment support-agent --type=merge -p '{"spec":{"replicas":3}}'"""

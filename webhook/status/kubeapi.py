@@ -33,8 +33,9 @@ class FeedbackStoreApi(CollectionApi):
     def _apply(
         patch: Callable[..., object], namespace: str, name: str, body: dict[str, Any]
     ) -> dict[str, Any]:
-        """Forced, as Kubernetes advises controllers: take over fields another manager holds (an
-        older controller's `Validated`) rather than fail with 409 forever.
+        """Forced, as Kubernetes advises controllers: a field of ours another manager took (a
+        hand-edited `InUse`) is taken back rather than failing with 409 forever. `Validated` is
+        not fought over: the planner yields it to its other writers (`validated.py`).
         """
         response = patch(
             api.GROUP,

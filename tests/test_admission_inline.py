@@ -99,8 +99,8 @@ def test_the_rules_warnings_are_said_under_spec_feedback() -> None:
     response, why = answer(agent_review("CREATE", agentdeployment(monitor_spec())))
     assert why is Why.VALID
     assert response["warnings"] == [
-        "spec.feedback.mode: Monitor accepts undeclared score names (counted, not rejected); "
-        "use only to migrate"
+        "spec.feedback.mode: Monitor relays undeclared score names instead of rejecting them "
+        "(422); use only to migrate"
     ]
 
 
@@ -108,7 +108,8 @@ def test_an_update_of_spec_feedback_is_told_what_it_does_to_ingestion() -> None:
     response, why = answer(agent_update(renamed_spec(), valid_spec()))
     assert why is Why.VALID
     assert response["warnings"] == [
-        'score "thumbs" renamed to "thumbs-up" in human: the gateway rejects "thumbs" from now on'
+        'score "thumbs" renamed to "thumbs-up" in human: the gateway rejects "thumbs" (422) '
+        "from now on"
     ]
 
 

@@ -78,7 +78,7 @@ def test_readme_helm_install_brings_every_pod_up_and_helm_test_passes(
     assert len(rows) == 4, ready
     assert all(flag == "true" for _, flag in rows), ready
     assert "Phase:          Succeeded" in tested, tested
-    assert "15 checks: 15 ok, 0 warnings, 0 failed, 0 skipped — all is well" in tested, tested
+    assert "16 checks: 16 ok, 0 warnings, 0 failed, 0 skipped — all is well" in tested, tested
     assert "kube-apiserver called the webhook" in tested, tested
     # A passed test leaves none of its objects.
     left = node.kubectl("get", "clusterrole,clusterrolebinding", "feedbackstore-webhook-test")

@@ -50,7 +50,6 @@ def attribution(channel: str | None) -> str:
     return "human" if channel is None else f"external:{channel}"
 
 
-
 def name_required(kind: str) -> str:
     """`a FeedbackStore needs a name`, `an AgentDeployment needs a name`. Offline only (the
     CLI): in a cluster the API server requires the name itself."""

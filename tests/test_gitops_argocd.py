@@ -104,3 +104,15 @@ def test_the_readme_argocd_cm_snippet_is_the_shipped_health_lua() -> None:
     assert block is not None, "README has no argocd-cm snippet"
     snippet = "\n".join(line.removeprefix("    ") for line in block.group(1).split("\n"))
     assert snippet.rstrip("\n") == HEALTH_LUA.read_text(encoding="utf-8").rstrip("\n")
+
+
+def test_the_readme_table_is_what_the_tools_say_of_the_testdata(gitops_tool: GitopsTool) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## GitOps health\n") :]
+    rows = re.findall(r"^\| `(testdata/[^`]+)` \| (.*) \|$", section, flags=re.MULTILINE)
+    cases = yaml.safe_load((ARGOCD / "health_test.yaml").read_text(encoding="utf-8"))["tests"]
+    assert [path for path, _ in rows] == [case["inputPath"] for case in cases]
+    objects = [yaml.safe_load((ARGOCD / path).read_text(encoding="utf-8")) for path, _ in rows]
+    said = [" | ".join(f"**{h.status}**: {h.message}" for h in verdicts)
+            for verdicts in gitops_tool.compute(objects)]  # fmt: skip
+    assert [cells for _, cells in rows] == said

@@ -113,12 +113,16 @@ func compute(args []string) error {
 	}
 	out := make([]map[string]any, 0, len(objects))
 	for _, object := range objects {
+		u, err := unstructuredOf(object)
+		if err != nil {
+			return err
+		}
 		entry := map[string]any{
-			"kstatus": sigsCompute(object),
-			"flux":    fluxCompute(object),
+			"kstatus": fromLibrary(kstatus.Compute(u)),
+			"flux":    fromLibrary(fluxstatus.Compute(u)),
 		}
 		if script != "" {
-			entry["argocd"] = argoResult(object, script)
+			entry["argocd"] = fromLibrary(executeHealthLua(u.Object, script))
 		}
 		out = append(out, entry)
 	}
@@ -141,48 +145,21 @@ func unstructuredOf(object map[string]any) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
-func sigsCompute(object map[string]any) Result {
-	u, err := unstructuredOf(object)
+// fromLibrary reads either fork's *status.Result (the same fields under two module paths)
+// into ours, through JSON, whose field names match case-insensitively.
+func fromLibrary(res any, err error) Result {
 	if err != nil {
 		return Result{Error: err.Error()}
 	}
-	res, err := kstatus.Compute(u)
+	data, err := json.Marshal(res)
 	if err != nil {
 		return Result{Error: err.Error()}
 	}
-	conditions := make([]Condition, 0, len(res.Conditions))
-	for _, c := range res.Conditions {
-		conditions = append(conditions, Condition{string(c.Type), string(c.Status), c.Reason, c.Message})
-	}
-	return Result{Status: string(res.Status), Message: res.Message, Conditions: conditions}
-}
-
-func fluxCompute(object map[string]any) Result {
-	u, err := unstructuredOf(object)
-	if err != nil {
+	var result Result
+	if err := json.Unmarshal(data, &result); err != nil {
 		return Result{Error: err.Error()}
 	}
-	res, err := fluxstatus.Compute(u)
-	if err != nil {
-		return Result{Error: err.Error()}
-	}
-	conditions := make([]Condition, 0, len(res.Conditions))
-	for _, c := range res.Conditions {
-		conditions = append(conditions, Condition{string(c.Type), string(c.Status), c.Reason, c.Message})
-	}
-	return Result{Status: string(res.Status), Message: res.Message, Conditions: conditions}
-}
-
-func argoResult(object map[string]any, script string) Result {
-	u, err := unstructuredOf(object)
-	if err != nil {
-		return Result{Error: err.Error()}
-	}
-	health, err := executeHealthLua(u.Object, script)
-	if err != nil {
-		return Result{Error: err.Error()}
-	}
-	return Result{Status: health.Status, Message: health.Message}
+	return result
 }
 
 // executeHealthLua is Argo CD's VM.ExecuteHealthLua with UseOpenLibs false (how the

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import os
-import pathlib
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -134,11 +133,13 @@ def terminating_in_use(stores: Stores, writers: Writers, plane: ControlPlane) ->
     eventually(lambda: (stores.condition("billing-feedback", "InUse") or {}).get("status")
                == "True", what="InUse True")  # fmt: skip
     stores.delete("billing-feedback")
-    found: dict[str, Any] = eventually(
-        lambda: (obj := stores.get("billing-feedback"))
-        if (condition_of(obj, "InUse") or {}).get("reason") == "DeletionDeferred" else None,
-        what="InUse DeletionDeferred",
-    )  # fmt: skip
+
+    def deferred() -> dict[str, Any] | None:
+        obj = stores.get("billing-feedback")
+        reason = (condition_of(obj, "InUse") or {}).get("reason")
+        return obj if reason == "DeletionDeferred" else None
+
+    found: dict[str, Any] = eventually(deferred, what="InUse DeletionDeferred")
     agents.delete("billing-agent")  # then the writer lets it go (checked: the test's cleanup)
     eventually(lambda: _gone(stores, "billing-feedback"), what="store deleted once unused")
     return found
@@ -151,7 +152,9 @@ def validated_by_the_platform(
     create_unguarded(plane, stores.namespace, {"platform-feedback": INVALID})
     platform_validates(plane, stores, "platform-feedback")
     writers.start("gitops")
-    return stalled_for_generation(stores, "platform-feedback")
+    found = stalled_for_generation(stores, "platform-feedback")
+    assert (condition_of(found, "Validated") or {}).get("message") == PLATFORM_FIRST_PROBLEM
+    return found
 
 
 def platform_validates(plane: ControlPlane, stores: Stores, name: str) -> None:

@@ -9,6 +9,7 @@ made here, and the README's argocd-cm snippet, which must be the script itself.
 
 from __future__ import annotations
 
+import copy
 import json
 import pathlib
 import re
@@ -116,3 +117,16 @@ def test_the_readme_table_is_what_the_tools_say_of_the_testdata(gitops_tool: Git
     said = [" | ".join(f"**{h.status}**: {h.message}" for h in verdicts)
             for verdicts in gitops_tool.compute(objects)]  # fmt: skip
     assert [cells for _, cells in rows] == said
+
+
+def test_kstatus_reads_stalled_and_not_validated(gitops_tool: GitopsTool) -> None:
+    """Why the writer keeps `Stalled`: the shipped invalid store without it is Current to both
+    kstatus forks (Validated=False means nothing to them), and Failed with it."""
+    obj = yaml.safe_load((ARGOCD / "testdata" / "invalid.yaml").read_text(encoding="utf-8"))
+    without = copy.deepcopy(obj)
+    without["status"]["conditions"] = [
+        c for c in without["status"]["conditions"] if c["type"] != "Stalled"
+    ]
+    before, after = gitops_tool.compute([without, obj])
+    assert before.kstatus == before.flux == Health("Current", "Resource is current")
+    assert after.kstatus.status == after.flux.status == "Failed"

@@ -31,10 +31,6 @@ from kubernetes import client as k8s
 
 from tests.gitops_tool import ARGOCD, GitopsTool, Health, _gitops_tool  # noqa: F401 (fixture)
 from tests.kube.cluster import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    api_client,
     eventually,
     install_crd,
     new_namespace,
@@ -42,6 +38,7 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane
 from tests.kube.inuse_support import Agents, agent_crd_installed
+from tests.kube.platform_reconciler import PlatformProcess, first_problem, install_identity
 from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     INVALID,
     INVALID_MESSAGE,
@@ -63,8 +60,6 @@ HEADER = (
     "# (tests/kube/test_gitops_health_real.py; tests/gitops/regenerate.sh writes it anew).\n"
     "# managedFields left out; the namespace is the test's, renamed.\n"
 )
-PLATFORM = "ctxmesh-operator"
-PLATFORM_FIRST_PROBLEM = "human score names must be unique"
 CURRENT = Health("Current", "Resource is current")
 TERMINATING = Health("Terminating", "Resource scheduled for deletion")
 
@@ -148,30 +143,26 @@ def terminating_in_use(stores: Stores, writers: Writers, plane: ControlPlane) ->
 def validated_by_the_platform(
     stores: Stores, writers: Writers, plane: ControlPlane
 ) -> dict[str, Any]:
-    """The platform's operator wrote Validated (first problem only) before our writer ran."""
+    """Beside the platform's operator (its stand-in, tests/kube/platform_reconciler.py): it
+    writes Validated with its first problem in its own words, the writer leaves Validated to
+    it and keeps every problem in Stalled."""
     create_unguarded(plane, stores.namespace, {"platform-feedback": INVALID})
-    platform_validates(plane, stores, "platform-feedback")
-    writers.start("gitops")
-    found = stalled_for_generation(stores, "platform-feedback")
-    assert (condition_of(found, "Validated") or {}).get("message") == PLATFORM_FIRST_PROBLEM
+    log = writers.workdir / "platform.log"
+    platform = PlatformProcess(install_identity(plane), stores.namespace, log)
+
+    def settled() -> dict[str, Any] | None:
+        obj = stores.get("platform-feedback")
+        validated = condition_of(obj, "Validated") or {}
+        stalled = condition_of(obj, "Stalled") or {}
+        ours = stalled.get("observedGeneration") == obj["metadata"]["generation"]
+        return obj if ours and validated.get("message") == first_problem(obj["spec"]) else None
+
+    try:
+        writers.start("gitops")
+        found: dict[str, Any] = eventually(settled, timeout=60, what="both sides settled")
+    finally:
+        platform.kill()
     return found
-
-
-def platform_validates(plane: ControlPlane, stores: Stores, name: str) -> None:
-    """The platform's typed status UPDATE: the whole object, Validated set, other conditions
-    kept (SetStatusCondition), nothing else in `status`."""
-    obj = stores.get(name)
-    conditions = [c for c in (obj.get("status") or {}).get("conditions") or []
-                  if c["type"] != "Validated"]  # fmt: skip
-    conditions.append({
-        "type": "Validated", "status": "False", "reason": "InvalidSpec",
-        "message": PLATFORM_FIRST_PROBLEM, "observedGeneration": obj["metadata"]["generation"],
-        "lastTransitionTime": obj["metadata"]["creationTimestamp"],
-    })  # fmt: skip
-    obj["status"] = {"conditions": conditions}
-    k8s.CustomObjectsApi(api_client(plane)).replace_namespaced_custom_object_status(
-        GROUP, VERSION, stores.namespace, PLURAL, name, obj, field_manager=PLATFORM
-    )
 
 
 def _gone(stores: Stores, name: str) -> bool:
@@ -219,7 +210,10 @@ def test_health_as_the_gitops_tools_compute_it(
     assert verdicts.argocd == expected_argocd_health(case.testdata)
     path = ARGOCD / "testdata" / case.testdata
     if os.environ.get(WRITE_ENV) == "1":
-        path.write_text(HEADER + yaml.safe_dump(as_testdata(obj), sort_keys=False))
+        path.write_text(
+            HEADER + yaml.safe_dump(as_testdata(obj), sort_keys=False, allow_unicode=True),
+            encoding="utf-8",
+        )
     shipped = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert comparable(shipped) == comparable(obj), f"{path} is not what the server made now"
 

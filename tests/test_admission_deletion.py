@@ -54,6 +54,8 @@ CASES = [
                  id="no InUse condition (feature off or writer not run): no warning"),
     pytest.param({"metadata": "junk", "status": {"conditions": "junk"}}, (), UNKNOWN,
                  id="a hostile old object reads as no condition"),
+    pytest.param({"status": {"conditions": [{}] * inuse.CONDITIONS_SEARCHED + [USED]}}, (), UNKNOWN,
+                 id="an InUse past the conditions searched is not looked for"),
 ]  # fmt: skip
 
 

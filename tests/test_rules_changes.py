@@ -375,3 +375,22 @@ def test_each_change_shows_at_a_field_of_the_new_spec(
 ) -> None:
     """Where the CLI puts each change's position (`validate --previous`)."""
     assert changed_fields(spec_changes(base(), new), new) == fields
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(
+            {"human": human(*[f"s{i}" for i in range(64)], "late")},
+            {"human": human(*[f"s{i}" for i in range(64)])},
+            id="a human score past the 64th is not read: its removal is not a change",
+        ),
+        pytest.param(
+            {"external": [{"name": f"c{i}", "score": {"name": f"e{i}"}} for i in range(33)]},
+            {"external": [{"name": f"c{i}", "score": {"name": f"e{i}"}} for i in range(32)]},
+            id="a channel past the 32nd is not read: its removal is not a change",
+        ),
+    ],
+)
+def test_items_past_a_lists_maximum_are_not_read(old: Any, new: Any) -> None:
+    assert spec_changes(old, new) == ()

@@ -30,3 +30,8 @@ def test_a_deferred_deletion_message_is_read_too() -> None:
 )
 def test_a_message_without_the_phrase_reads_as_unknown(message: str) -> None:
     assert read_users(message) is None
+
+
+def test_reading_users_names_no_more_than_are_written() -> None:
+    message = "in use by 3 AgentDeployments: " + ", ".join(f"a{i}" for i in range(100_000))
+    assert read_users(message) == (3, tuple(f"a{i}" for i in range(MAX_NAMED_AGENTS)))

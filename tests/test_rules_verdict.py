@@ -436,17 +436,75 @@ def test_whole_object_verdict_checks_its_spec() -> None:
 
 
 def test_a_hostile_object_costs_counting_not_memory() -> None:
-    spec = {"human": {"scores": [{} for _ in range(50_000)]}}
+    spec = {"human": {"scores": [{"categories": [1] * 2_000} for _ in range(50_000)]}}
     verdict = validate_spec(spec)
     assert len(verdict.problems) == api.MAX_RECORDED_PROBLEMS
-    # one TooMany plus a missing name per item
-    assert verdict.problem_count == 1 + 50_000
+    # TooMany scores, then per score judged: a missing name, TooMany categories and the
+    # first 64 categories' wrong types
+    assert verdict.problem_count == 1 + 64 * (1 + 1 + 64)
 
 
-def test_a_hostile_object_full_of_warnings_keeps_only_the_first_ones() -> None:
+# Work bounded by the limits (issue 27): a list longer than its maximum is `Too many`,
+# saying how long it is, and only its first maximum items are judged.
+LONG_LISTS = [
+    (
+        "human scores past the 64th are counted, not judged",
+        {"human": {"scores": [{}] * 100_000}},
+        [("spec.human.scores", 100_000)] + [(f"spec.human.scores[{i}].name", 0) for i in range(64)],
+    ),
+    (
+        "channels past the 32nd are counted, not judged",
+        {"external": [{}] * 100_000},
+        [("spec.external", 100_000)]
+        + [(f"spec.external[{i}].{part}", 0) for i in range(32) for part in ("name", "score")],
+    ),
+    (
+        "categories past the 64th are counted, not judged",
+        human(score("t", dataType="CATEGORICAL", categories=[0] * 100_000)),
+        [("spec.human.scores[0].categories", 100_000)]
+        + [(f"spec.human.scores[0].categories[{i}]", 0) for i in range(64)],
+    ),
+    (
+        "a duplicate past the maximum is not judged",
+        {"human": {"scores": [*scores(64), score("s0")]}},
+        [("spec.human.scores", 65)],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"), [c[1:] for c in LONG_LISTS], ids=[c[0] for c in LONG_LISTS]
+)
+def test_a_list_is_judged_up_to_its_maximum(spec: object, expected: list[Any]) -> None:
+    verdict = validate_spec(spec)
+    assert verdict.omitted == 0
+    assert [(p.field, p.bad_value if p.type is MANY else 0) for p in verdict.problems] == expected
+    assert verdict.problems[0].message.startswith(f"Too many: {expected[0][1]}: ")
+
+
+def test_unknown_fields_past_the_first_few_are_counted_not_named() -> None:
+    unknown = {f"extra-{i}": 0 for i in range(100_000)}
+    verdict = validate_spec({**human(score()), **unknown, "mode": "Enforce"})
+    named = api.MAX_UNKNOWN_FIELDS_NAMED
+    assert [p.field for p in verdict.problems] == [f"spec.extra-{i}" for i in range(named)]
+    assert verdict.problem_count == 100_000
+
+
+def test_a_huge_unknown_key_gets_no_did_you_mean_and_a_near_miss_does() -> None:
+    problems = validate_spec({**human(score()), "humans" + "x" * 2_000_000: 1}).problems
+    assert [p.type for p in problems] == [UNKNOWN]
+    assert "did you mean" not in problems[0].message
+    assert (
+        validate_spec({**human(score()), "mod": 1})
+        .problems[0]
+        .message.endswith('did you mean "spec.mode"?')
+    )
+
+
+def test_a_hostile_object_full_of_warnings_warns_about_the_judged_items_only() -> None:
     names = [{"name": f" s{i}", "dataType": "CATEGORICAL"} for i in range(50_000)]
     verdict = validate_spec({"human": {"scores": names}})
-    assert len(verdict.warnings) == api.MAX_RECORDED_WARNINGS
+    assert len(verdict.warnings) == 2 * api.MAX_HUMAN_SCORES
     assert verdict.warnings[0].field == "spec.human.scores[0].name"
     assert verdict.warnings[1].field == "spec.human.scores[0]"  # then: no categories
     assert verdict.problem_count == 1  # too many scores; the rest only warns

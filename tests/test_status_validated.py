@@ -246,13 +246,14 @@ def test_observed_generation_is_a_usable_int64(metadata: dict, expected: int | N
 
 
 def test_a_huge_invalid_object_gets_a_bounded_message_that_counts_the_rest() -> None:
-    names = [{"name": "same"} for _ in range(5000)]
+    names = [{"name": "same", "categories": ["c"] * 64} for _ in range(5000)]
     plan = plan_status(store({"human": {"scores": names}}), NOW)
     message = plan.condition["message"]
     assert len(message) <= MAX_CONDITION_MESSAGE
     assert message.startswith("spec.human.scores: Too many: 5000: must have at most 64 items; ")
     assert message.endswith(" more problems")
-    assert plan.verdict.problem_count == 5000
+    # Too many, then among the first 64 scores: 63 repeated names, 63 repeated categories each
+    assert plan.verdict.problem_count == 1 + 63 + 64 * 63
 
 
 def test_a_long_single_problem_is_cut_to_the_limit() -> None:

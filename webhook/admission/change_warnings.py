@@ -34,7 +34,7 @@ def change_warnings(name: str, new: object, old: object, form: Form = STORE) -> 
 
 def _users(obj: object) -> tuple[int, tuple[str, ...]] | None:
     """How many agents use the store and the first named, when its `InUse` says so."""
-    condition = find_condition(obj, inuse.CONDITION_TYPE)
+    condition = find_condition(obj, inuse.CONDITION_TYPE, within=inuse.CONDITIONS_SEARCHED)
     message = condition.get("message") if condition is not None else None
     if condition is None or condition.get("status") != CONDITION_TRUE:
         return None

@@ -32,7 +32,7 @@ class DeleteNotice(NamedTuple):
 
 def delete_notice(name: str, old_object: object) -> DeleteNotice:
     """The audit value and the warnings for deleting `old_object` (what the store was)."""
-    condition = find_condition(old_object, inuse.CONDITION_TYPE)
+    condition = find_condition(old_object, inuse.CONDITION_TYPE, within=inuse.CONDITIONS_SEARCHED)
     if condition is None:
         return DeleteNotice(UNKNOWN)
     if condition.get("status") != CONDITION_TRUE:

@@ -20,11 +20,16 @@ def metadata_of(obj: object) -> dict[str, Any]:
     return metadata if isinstance(metadata, dict) else {}
 
 
-def find_condition(obj: object, condition_type: str) -> dict[str, Any] | None:
-    """The `status.conditions` entry of this `type`, None when there is none."""
+def find_condition(
+    obj: object, condition_type: str, *, within: int | None = None
+) -> dict[str, Any] | None:
+    """The `status.conditions` entry of this `type`, None when there is none (among the first
+    `within`, when given: what a client sent, unlike what the API server stored, is unbounded)."""
     status = obj.get("status") if isinstance(obj, dict) else None
     conditions = status.get("conditions") if isinstance(status, dict) else None
-    for condition in conditions if isinstance(conditions, list) else ():
+    if not isinstance(conditions, list):
+        return None
+    for condition in conditions if within is None else conditions[:within]:
         if isinstance(condition, dict) and condition.get("type") == condition_type:
             return condition
     return None

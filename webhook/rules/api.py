@@ -52,6 +52,6 @@ STALLED_CONDITION_TYPE: Final = "Stalled"
 # How many problems one verdict keeps in full; the rest are only counted, so a
 # hostile object with a million bad items costs counting, not memory.
 MAX_RECORDED_PROBLEMS: Final = 1000
-# Warnings are advisory: past this many they are dropped, not counted. A spec
-# within the limits above draws at most ~200 (two per score and channel).
-MAX_RECORDED_WARNINGS: Final = 1000
+# Unknown fields named (with a `did you mean`) per object; the rest are counted, not judged:
+# a typo is a key or two, and each name costs a fuzzy match while an object may carry a million.
+MAX_UNKNOWN_FIELDS_NAMED: Final = 8

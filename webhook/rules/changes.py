@@ -8,7 +8,9 @@ retyped or moved reads otherwise from then on.
 The specs are read as sent, valid or not (an invalid UPDATE is still told what
 it would have changed): a malformed entry is skipped, a duplicated name counts
 at its first place. Order inside a list is not a change; additions lose
-nothing and are not reported.
+nothing and are not reported. Items past a list's maximum are not read: such a
+spec is refused as `Too many`, and reading them would cost what the object
+holds rather than what the limits allow.
 """
 
 from __future__ import annotations
@@ -185,12 +187,13 @@ def _view(spec: object, path: str = api.SPEC_PATH) -> _View:
     declared = tuple(
         s
         for s in (
-            _score(e, HUMAN, f"{path}.human.scores[{i}]") for i, e in enumerate(_items(entries))
+            _score(e, HUMAN, f"{path}.human.scores[{i}]")
+            for i, e in enumerate(_items(entries, api.MAX_HUMAN_SCORES))
         )
         if s is not None
     )
     channels: dict[str, _Score] = {}
-    for index, channel in enumerate(_items(spec.get("external"))):
+    for index, channel in enumerate(_items(spec.get("external"), api.MAX_EXTERNAL_CHANNELS)):
         name = channel.get("name") if isinstance(channel, dict) else None
         if not isinstance(name, str) or not name or name in channels:
             continue
@@ -203,8 +206,9 @@ def _view(spec: object, path: str = api.SPEC_PATH) -> _View:
     return _View(mode if isinstance(mode, str) else api.DEFAULT_MODE, declared, channels, scores)
 
 
-def _items(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
+def _items(value: object, limit: int) -> list[Any]:
+    """The first `limit` items of a list (none of anything else)."""
+    return value[:limit] if isinstance(value, list) else []
 
 
 def _score(entry: object, source: str, path: str) -> _Score | None:

@@ -27,6 +27,10 @@ REASON_NOT_SERVED: Final = "AgentDeploymentsNotServed"
 # Event reason when the writer lets a deferred deletion go on.
 REASON_RELEASED: Final = "DeletionReleased"
 
+# Conditions the webhook searches for `InUse` on a review's object: what is stored holds a
+# handful of types, while a hostile review may carry millions of entries.
+CONDITIONS_SEARCHED: Final = 32
+
 # Agents named in the condition's message; the rest are counted. The message is
 # what `kubectl describe` and the webhook's DELETE warning show.
 MAX_NAMED_AGENTS: Final = 10
@@ -57,4 +61,6 @@ def read_users(message: str) -> tuple[int, tuple[str, ...]] | None:
     found = _USERS.search(message)
     if found is None:
         return None
-    return int(found.group(1)), tuple(found.group(2).split(", "))
+    # No more names than `users_phrase` writes, whatever a review's object says.
+    named = found.group(2).split(", ", MAX_NAMED_AGENTS)[:MAX_NAMED_AGENTS]
+    return int(found.group(1)), tuple(named)

@@ -16,7 +16,7 @@ from typing import Any
 from webhook.rules.field_errors import Problem, not_supported, required
 from webhook.rules.forms import INLINE, STORE, Form
 from webhook.rules.metadata import validate_metadata
-from webhook.rules.verdict import Verdict, unknown_fields
+from webhook.rules.verdict import Unjudged, Verdict, unknown_fields
 
 _KNOWN_TOP_LEVEL = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
 
@@ -73,9 +73,13 @@ def check_manifest(doc: dict[str, Any], form: Form = STORE) -> ManifestVerdict:
         head.append(not_supported("apiVersion", api_version, form.api_versions))
     metadata = doc.get("metadata")
     head.extend(validate_metadata(metadata, form.kind))
-    head.extend(unknown_fields(doc, _KNOWN_TOP_LEVEL, ""))
+    top = list(unknown_fields(doc, _KNOWN_TOP_LEVEL, ""))  # a few named, the rest counted
+    head.extend(finding for finding in top if isinstance(finding, Problem))
+    counted = sum(finding.count for finding in top if isinstance(finding, Unjudged))
     spec_verdict = form.verdict(doc)
-    verdict = Verdict((*head, *spec_verdict.problems), spec_verdict.warnings, spec_verdict.omitted)
+    verdict = Verdict(
+        (*head, *spec_verdict.problems), spec_verdict.warnings, spec_verdict.omitted + counted
+    )
     namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
     name = metadata.get("name") if isinstance(metadata, dict) else None
     return ManifestVerdict(

@@ -8,14 +8,21 @@ limits declaratively, for the CRD schema and as a test oracle.
 
 Each check is a generator: it yields its findings in the order a reader meets
 them in the object, and returns what its caller needs next (None when that is
-unknown because the part had the wrong type). `_verdict` keeps only the first
+unknown because the part had the wrong type). `verdict_of` keeps only the first
 findings and counts the rest, so a hostile object costs counting, not memory.
+
+Work is bounded by the API's limits, not by the object: a list longer than its
+maximum is `Too many` (with its length) and only its first maximum items are
+judged, and an object's unknown fields past the first few are counted in C,
+not named. So whatever a review holds within the body limit, judging it costs
+at most what a store at the limits costs (bench/README.md, "Issue 27").
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from webhook.rules import api, messages
@@ -35,15 +42,27 @@ from webhook.rules.model import CHANNEL_FIELDS, HUMAN_FIELDS, SCORE_FIELDS, SPEC
 
 # A whitespace warning names this much of the name: with the longest path, within 120 characters.
 _MAX_NAME_IN_WARNING = 15
+# Enough of an unknown key to find its `did you mean`: difflib's 0.6 cutoff needs a key at
+# most 2.4 times as long as the known name, and the longest is 10 characters.
+_KEY_MATCHED = 32
 
-Finding = Problem | FieldWarning
+
+@dataclass(frozen=True, slots=True)
+class Unjudged:
+    """Problems known to exist, counted but not built (an object's unknown fields past the
+    ones named)."""
+
+    count: int
+
+
+Finding = Problem | FieldWarning | Unjudged
 
 
 class Verdict(NamedTuple):
     """The outcome for one object: problems (blocking) and warnings (advisory).
 
-    `omitted` counts problems found beyond the first MAX_RECORDED_PROBLEMS,
-    which are counted but not kept. A named tuple, as `Decision` is.
+    `omitted` counts problems found beyond the first MAX_RECORDED_PROBLEMS, and
+    unknown fields past the ones named: counted but not kept. A named tuple, as `Decision` is.
     """
 
     problems: tuple[Problem, ...] = ()
@@ -62,7 +81,7 @@ class Verdict(NamedTuple):
 def validate_feedbackstore(obj: object) -> Verdict:
     """Verdict for a whole FeedbackStore object (its `spec`; metadata is the API server's)."""
     if type(obj) is not dict:
-        return _verdict((type_invalid("", obj, "object"),))
+        return verdict_of((type_invalid("", obj, "object"),))
     return validate_spec(obj.get("spec"))
 
 
@@ -70,17 +89,20 @@ def validate_spec(spec: object, path: str = api.SPEC_PATH) -> Verdict:
     """Verdict for a FeedbackStore spec alone, its problems at paths under `path` (where it
     stands: `spec` in a FeedbackStore, `spec.feedback` in an AgentDeployment, SPEC §8); a
     missing spec (None) declares no source."""
-    return _verdict(_spec(spec, path))
+    return verdict_of(spec_findings(spec, path))
 
 
-def _verdict(findings: Iterable[Finding]) -> Verdict:
+def verdict_of(findings: Iterable[Finding]) -> Verdict:
+    """The verdict of findings in the order they were found: the first ones kept, the rest
+    counted (a check's findings may be chained after others', as the CLI's manifest's are)."""
     problems: list[Problem] = []
     warnings: list[FieldWarning] = []
     omitted = 0
     for finding in findings:
         if isinstance(finding, FieldWarning):
-            if len(warnings) < api.MAX_RECORDED_WARNINGS:
-                warnings.append(finding)
+            warnings.append(finding)  # a few per judged item: bounded by the walk
+        elif isinstance(finding, Unjudged):
+            omitted += finding.count
         elif len(problems) < api.MAX_RECORDED_PROBLEMS:
             problems.append(finding)
         else:
@@ -88,7 +110,8 @@ def _verdict(findings: Iterable[Finding]) -> Verdict:
     return Verdict(tuple(problems), tuple(warnings), omitted)
 
 
-def _spec(spec: object, path: str) -> Iterator[Finding]:
+def spec_findings(spec: object, path: str = api.SPEC_PATH) -> Iterator[Finding]:
+    """What there is to say about a spec at `path`, in the order a reader meets it."""
     if spec is None:
         yield required(path, messages.MSG_NO_SOURCE)
         return
@@ -103,15 +126,28 @@ def _spec(spec: object, path: str) -> Iterator[Finding]:
         yield required(path, messages.MSG_NO_SOURCE)
 
 
-def unknown_fields(obj: dict[str, Any], known: frozenset[str], path: str) -> list[Problem]:
-    """An error per key of `obj` not in `known`, suggesting the closest known one."""
-    problems = []
-    for key in obj:
+def unknown_fields(obj: dict[Any, Any], known: frozenset[str], path: str) -> Iterator[Finding]:
+    """An error per key of `obj` not in `known`, suggesting the closest known one; past the
+    first MAX_UNKNOWN_FIELDS_NAMED, the rest only counted."""
+    unknown = len(obj) - len(obj.keys() & known)  # in C, whatever the number of keys
+    if not unknown:
+        return
+    prefix = f"{path}." if path else ""
+    named = 0
+    for key in obj:  # meets at most len(known) known keys before it stops
+        if named == min(unknown, api.MAX_UNKNOWN_FIELDS_NAMED):
+            break
         if key not in known:
-            prefix = f"{path}." if path else ""
-            hints = difflib.get_close_matches(str(key), sorted(known), n=1)
-            problems.append(unknown_field(f"{prefix}{key}", f"{prefix}{hints[0]}" if hints else ""))
-    return problems
+            named += 1
+            hints = difflib.get_close_matches(str(key)[:_KEY_MATCHED], sorted(known), n=1)
+            yield unknown_field(f"{prefix}{key}", f"{prefix}{hints[0]}" if hints else "")
+    if unknown > named:
+        yield Unjudged(unknown - named)
+
+
+def _judged(items: list[Any], limit: int) -> list[Any]:
+    """The items of a list the walk judges: its first `limit` (the rest are `Too many`)."""
+    return items if len(items) <= limit else items[:limit]
 
 
 def _mode(mode: object, path: str) -> Iterator[Finding]:
@@ -149,7 +185,7 @@ def _human(
     if len(scores) > api.MAX_HUMAN_SCORES:
         yield too_many(path, len(scores), api.MAX_HUMAN_SCORES)
     first_at: dict[str, str] = {}
-    for index, score in enumerate(scores):
+    for index, score in enumerate(_judged(scores, api.MAX_HUMAN_SCORES)):
         item = f"{path}[{index}]"
         name = yield from _score(score, item)
         if name is None:
@@ -173,7 +209,7 @@ def _external(
         yield too_many(path, len(channels), api.MAX_EXTERNAL_CHANNELS)
     channel_at: dict[str, str] = {}
     score_at: dict[str, str] = {}
-    for index, channel in enumerate(channels):
+    for index, channel in enumerate(_judged(channels, api.MAX_EXTERNAL_CHANNELS)):
         item = f"{path}[{index}]"
         if type(channel) is not dict:
             yield type_invalid(item, channel, "object")
@@ -273,7 +309,8 @@ def _categories(categories: object, path: str) -> Iterator[Finding]:
         return
     if len(categories) > api.MAX_CATEGORIES:
         yield too_many(path, len(categories), api.MAX_CATEGORIES)
-    elif _distinct_strings(categories):
+        categories = categories[: api.MAX_CATEGORIES]
+    if _distinct_strings(categories):
         return
     seen: set[str] = set()
     for index, category in enumerate(categories):

@@ -1,10 +1,12 @@
-"""`validate --previous PATH...` (issue 17): the change-impact warnings before the cluster,
+"""`validate --previous PATH` (issue 17): the change-impact warnings before the cluster,
 through the installed console script, on real files and stdin, with exact outputs and exit codes."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import pytest
 
 from tests.rules_builders import channel, feedbackstore, human, score
 from tests.test_cli_validate import run, write_yaml
@@ -29,6 +31,45 @@ def test_each_change_is_a_warning_at_the_new_manifest(tmp_path: Path) -> None:
         'score "tone" removed from human: the gateway rejects "tone" (422) from now on',
         SUMMARY,
     ]
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        pytest.param(
+            ("--previous", "OLD", "NEW"), id="the flag before the paths, as people type it"
+        ),
+        pytest.param(("NEW", "--previous", "OLD"), id="the flag after the paths"),
+    ],
+)
+def test_previous_takes_one_path_before_or_after_the_paths(
+    tmp_path: Path, order: tuple[str, ...]
+) -> None:
+    new = write_yaml(tmp_path / "new.yaml", NEW)
+    old = write_yaml(tmp_path / "old.yaml", OLD)
+    result = run(*(str({"OLD": old, "NEW": new}.get(arg, arg)) for arg in order))
+    assert (result.returncode, result.stderr) == (0, "")
+    assert [line.split(": ", 1)[0] for line in result.stdout.splitlines()] == [
+        f"{new}:10:17",
+        f"{new}:9:5",
+        SUMMARY,
+    ]
+
+
+def test_previous_repeats_for_more_paths_and_takes_no_second_one(tmp_path: Path) -> None:
+    new = write_yaml(tmp_path / "new.yaml", NEW, OTHER)
+    old = write_yaml(tmp_path / "old.yaml", OLD)
+    other = write_yaml(tmp_path / "other.yaml", feedbackstore(human(score("gone")), name="other"))
+    both = run("--previous", str(old), "--previous", str(other), str(new))
+    assert both.returncode == 0
+    assert [line.split(": ", 2)[1] for line in both.stdout.splitlines()[:-1]] == [
+        "agents/support-feedback",
+        "agents/support-feedback",
+        "agents/other",
+    ]
+    # the path after a --previous PATH is a path to check, not a second previous one
+    checked = run("--previous", str(old), str(new), str(other))
+    assert checked.stdout.splitlines()[-1].startswith("3 FeedbackStores checked")
 
 
 def test_warnings_as_errors_fails_the_pipeline_on_a_change(tmp_path: Path) -> None:

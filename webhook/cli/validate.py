@@ -53,11 +53,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="count a FeedbackStore (or an agent's spec.feedback) with warnings as invalid",
     )
+    # One path a flag, repeated for more (as `kubectl -f`): `nargs="+"` would take every path
+    # after it, so `--previous old.yaml new.yaml`, as people type it, left no path to check.
     parser.add_argument(
         "--previous",
-        nargs="+",
+        action="append",
         metavar="PATH",
-        help="the previous versions (file, directory or -; after the paths): warn of what the "
+        help="a previous version (file, directory or -; repeat for more): warn of what the "
         "change does to score ingestion, per FeedbackStore (or AgentDeployment's spec.feedback) "
         "matched by kind, namespace and name",
     )

@@ -68,6 +68,19 @@ def body_too_large(limit: int) -> str:
     return f"request body exceeds the {limit}-byte limit (--max-body-bytes)"
 
 
+def header_too_large(limit: int) -> str:
+    return f"a request or header line exceeds {limit} bytes"
+
+
+def too_many_headers(limit: int) -> str:
+    return f"more than {limit} header lines"
+
+
+def bad_http(error: str) -> str:
+    """400 for a request aiohttp's parser refuses before any handler runs."""
+    return f"malformed HTTP request: {error[:200]}"
+
+
 def internal_error(error: BaseException) -> str:
     """500: the webhook failed; its log has the traceback under the uid."""
     return f"internal error in the webhook ({type(error).__name__}); its log has the details"

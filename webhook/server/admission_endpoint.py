@@ -31,7 +31,7 @@ from webhook.admission import (
 from webhook.admission.audit import ALLOWED, DENIED
 from webhook.admission.envelope import REVIEW_KIND
 from webhook.observability.logs import logger
-from webhook.server.refusal import refusal
+from webhook.server.refusal import refusal, refuse
 from webhook.server.webhook_metrics import ERROR, WebhookMetrics
 
 if TYPE_CHECKING:
@@ -158,14 +158,8 @@ class AdmissionEndpoint:
         *,
         close: bool = False,
     ) -> web.Response:
-        self._metrics.bad_requests.labels(reason).inc()
-        fields = {"status": status, "reason": reason, "error": message, "remote": request.remote}
-        _log.warning("bad request", extra={"fields": fields})
-        response = refusal(status, message, allow=allow)
-        if close:
-            # The rest of an oversized or stalled body is not worth reading.
-            response.force_close()
-        return response
+        # Closed when the rest of an oversized or stalled body is not worth reading.
+        return refuse(self._metrics, request, status, reason, message, allow=allow, close=close)
 
 
 def _record(request: AdmissionRequest, decision: Decision) -> None:

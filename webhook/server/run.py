@@ -19,7 +19,14 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from webhook.observability.logs import logger
-from webhook.server.app import CERTIFICATE, LIFECYCLE, Lifecycle, build_app, build_probe_app
+from webhook.server.app import (
+    CERTIFICATE,
+    LIFECYCLE,
+    METRICS,
+    Lifecycle,
+    build_app,
+    build_probe_app,
+)
 from webhook.server.config import ServerConfig
 from webhook.server.site import TLSPort, listen
 from webhook.server.tls import CertificateError
@@ -110,13 +117,14 @@ async def start(config: ServerConfig) -> RunningServer:
     """Load the certificate, listen (and on the probe port), and mark the server ready."""
     app = build_app(config)
     certificate = app[CERTIFICATE]
-    site = await listen(app, config, config.port, certificate.listener)
+    metrics = app[METRICS]
+    site = await listen(app, config, config.port, certificate.listener, metrics)
     probe_site: TLSPort | None = None
     if config.probe_port is not None:
         try:
             probe_app = build_probe_app(app)
             probe_site = await listen(
-                probe_app, config, config.probe_port, certificate.probe_listener
+                probe_app, config, config.probe_port, certificate.probe_listener, metrics
             )
         except BaseException:
             await site.close()

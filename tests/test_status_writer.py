@@ -87,7 +87,8 @@ def test_each_object_gets_the_condition_of_its_verdict(
 
 
 def test_a_huge_invalid_object_gets_a_bounded_message(apiserver: ApiServerEmulator) -> None:
-    apiserver.create(NS, fs("huge", {"human": {"scores": [{"name": "x"}] * 3000}}))
+    huge = {"human": {"scores": [{"name": "x", "categories": ["c"] * 64}] * 3000}}
+    apiserver.create(NS, fs("huge", huge))
     with running_writer(apiserver):
         converged(apiserver)
     message = validated(apiserver.get(NS, "huge"))["message"]

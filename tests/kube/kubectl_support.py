@@ -65,7 +65,7 @@ SHOWN_PORT = "8443"
 TODAY = "# the CRD as ctxmesh ships it today (no CEL rules), this webhook registered"
 TODAY_LEGACY = (
     "# the same, duplicate-across-sources created (with a finalizer) before the webhook was"
-    " registered"
+    " registered; the webhook now registered (failurePolicy: Fail) but not running"
 )
 UNKNOWN_FIELDS = "# a typo: kube-apiserver decodes before any rule or webhook runs"
 TODAY_FAILING = "# the webhook registered (failurePolicy: Fail, timeoutSeconds: 5) but not running"

@@ -37,6 +37,7 @@ from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     ENUMS,
     MINIMAL,
     MONITOR_WARNING,
+    SHOWN_PORT,
     TO_MONITOR_WARNING,
     TODAY,
     TODAY_FAILING,
@@ -257,43 +258,60 @@ def test_a_merge_patch_adding_a_channel_is_judged_on_the_whole_store(user: User)
 
 
 def test_an_object_created_before_the_webhook_can_be_labelled_deleted_and_released(
-    control_plane: ControlPlane, server: WebhookServer, user: User
+    control_plane: ControlPlane, user: User, tmp_path: pathlib.Path
 ) -> None:
+    """The registration's matchConditions (issue 27): kube-apiserver does not call the webhook
+    for an UPDATE that leaves `spec` alone or of an object being deleted, nor for `status`, so
+    with the webhook stopped under failurePolicy Fail these still pass, while a CREATE and a
+    change of spec fail closed."""
     legacy = user.document(ACROSS)
     legacy["metadata"]["finalizers"] = ["example.com/hold"]
     created = user.run("kubectl create -f -", legacy)
     assert created.printed == succeeded(
         "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources created\n"
     ), "no webhook yet, no CEL: nothing guards the cross-field rules"
-    with register(control_plane, server.url, server.ca_pem, user.namespace):
+    with registered_but_down(control_plane, user, tmp_path / "down"):
         labelled = user.run("kubectl label fs duplicate-across-sources team=support")
+        status = user.run(
+            "kubectl patch fs duplicate-across-sources --subresource=status --type=merge "
+            """-p '{"status":{"conditions":[]}}'"""
+        )
+        changed = user.run(SET_MODE.replace("support-feedback", "duplicate-across-sources")
+                           % "Monitor")  # fmt: skip
+        refused = user.run(f"kubectl create -f {MINIMAL}")
         deleted = user.run("kubectl delete fs duplicate-across-sources --wait=false")
         released = user.run(
             "kubectl patch fs duplicate-across-sources --type=json "
             """-p '[{"op":"remove","path":"/metadata/finalizers"}]'"""
         )
-    invalid = (
-        'Warning: spec.external[0].score.name: Duplicate value: "csat": a score name is declared '
-        "by both human and an external channel;...\n"
-    )
     assert labelled.printed == succeeded(
-        "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources labeled\n",
-        "Warning: allowed because spec is unchanged, but spec is invalid "
-        "(1 problem); fix it before changing it\n" + invalid,
+        "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources labeled\n"
     )
+    assert status.printed == succeeded(
+        "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources patched\n"
+    ), "the status subresource is not matched"
+    assert changed.printed == failed(
+        "Error from server (InternalError): Internal error occurred: failed calling webhook "
+        '"validate.feedbackstores.agents.ctxmesh.ai": failed to call webhook: Post '
+        f'"https://127.0.0.1:{SHOWN_PORT}/validate?timeout=5s": dial tcp 127.0.0.1:{SHOWN_PORT}: '
+        "connect: connection refused\n"
+    ), "a change of spec fails closed"
+    assert refused.printed == failed(
+        webhook_call_failed(
+            MINIMAL, 5, f"dial tcp 127.0.0.1:{SHOWN_PORT}: connect: connection refused"
+        )
+    ), "a CREATE fails closed"
     assert deleted.printed == succeeded(
         'feedbackstore.agents.ctxmesh.ai "duplicate-across-sources" deleted from agents namespace\n'
-    ), "DELETE is not sent to the webhook"
+    ), "DELETE goes to the warning entry only, whose failurePolicy is Ignore"
     assert released.printed == succeeded(
-        "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources patched\n",
-        "Warning: allowed because the object is being deleted, but spec is invalid (1 problem); "
-        "fix it before changing it\n" + invalid,
+        "feedbackstore.agents.ctxmesh.ai/duplicate-across-sources patched\n"
     )
     assert user.run("kubectl get fs duplicate-across-sources").printed == failed(
         'Error from server (NotFound): feedbackstores.agents.ctxmesh.ai "duplicate-across-sources"'
         " not found\n"
     )
-    shown = console([TODAY_LEGACY, labelled, deleted, released])
+    shown = console([TODAY_LEGACY, labelled, status, changed, refused, deleted, released])
     assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
 
 

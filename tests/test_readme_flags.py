@@ -230,7 +230,7 @@ def test_a_changed_default_is_caught() -> None:
         "| `--host ADDR`, `--port N` | all interfaces, `8443` |": (
             "| `--host ADDR`, `--port N` | all interfaces, `8444` |"
         ),
-        "| `--max-body-bytes N` | 7 MiB |": "| `--max-body-bytes N` | 8 MiB |",
+        "| `--max-body-bytes N` | 4 MiB |": "| `--max-body-bytes N` | 8 MiB |",
         "| `--burst N` | `100` |": "| `--burst N` | 100 |",
         "`--namespace` (default `feedbackstore-system`)": "`--namespace` (default `kube-system`)",
     }

@@ -16,6 +16,10 @@ def review_too_deep(error: object) -> str:
     return f"request body is nested too deeply: {error}"
 
 
+def review_too_many_containers(limit: int) -> str:
+    return f"request body holds more than {limit} JSON objects and arrays"
+
+
 def review_not_json(error: object) -> str:
     return f"request body is not JSON: {error}"
 

@@ -23,6 +23,12 @@ from webhook.rules.field_errors import format_value
 # Validation errors listed in one message; a hostile envelope can have thousands.
 _MAX_ERRORS_SHOWN = 3
 _MAX_KEY_SHOWN = 64
+# JSON objects and arrays a review may hold, counted as `{` and `[` bytes (those inside
+# strings too) before anything is decoded: each decodes to a Python dict or list of
+# 60-250 bytes, so 4 MiB of `{},` would cost ~300 MiB decoded. The largest FeedbackStore
+# review (two objects at etcd's limit, managedFields included) holds ~13,000; this bound
+# keeps the decoded containers of any review under ~16 MiB (bench/README.md, "Issue 27").
+MAX_CONTAINERS = 65_536
 
 
 class BadReviewReason(enum.StrEnum):
@@ -30,6 +36,7 @@ class BadReviewReason(enum.StrEnum):
 
     NOT_JSON = "not_json"
     TOO_DEEP = "too_deep"
+    TOO_MANY_CONTAINERS = "too_many_containers"
     NOT_OBJECT = "not_object"
     NOT_ADMISSION_REVIEW = "not_admission_review"
     NO_REQUEST = "no_request"
@@ -48,6 +55,10 @@ class BadReviewError(ValueError):
 
 
 def decode_review(body: bytes) -> AdmissionReview:
+    if body.count(b"{") + body.count(b"[") > MAX_CONTAINERS:  # in C, before any decoding
+        raise BadReviewError(
+            BadReviewReason.TOO_MANY_CONTAINERS, replies.review_too_many_containers(MAX_CONTAINERS)
+        )
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as error:

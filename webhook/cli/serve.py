@@ -98,6 +98,12 @@ def register(subparsers: Any) -> None:
     mib = flags.default_of(ServerConfig, "max_body_bytes") / 2**20
     limit("--max-body-bytes", f"larger request bodies get 413 (default: {mib:g} MiB)",
           flags.positive_int)  # fmt: skip
+    limit(
+        "--max-connections",
+        "connections open at once; past it a new one is closed when accepted (default: "
+        "%(default)s)",
+        flags.positive_int,
+    )
     limit("--idle-timeout", "close a connection with no complete request for this long")
     limit(
         "--shutdown-delay",

@@ -31,6 +31,7 @@ from webhook.admission import (
 from webhook.admission.audit import ALLOWED, DENIED
 from webhook.admission.envelope import REVIEW_KIND
 from webhook.observability.logs import logger
+from webhook.server.memory import Trimmer
 from webhook.server.refusal import refusal, refuse
 from webhook.server.webhook_metrics import ERROR, WebhookMetrics
 
@@ -62,6 +63,7 @@ class AdmissionEndpoint:
         self._lifecycle = lifecycle
         self._max_body_bytes = max_body_bytes
         self._body_timeout = body_timeout
+        self._trimmer = Trimmer()
 
     async def handle(self, request: web.Request) -> web.Response:
         try:
@@ -117,6 +119,7 @@ class AdmissionEndpoint:
         return self._answer(request, body)
 
     def _answer(self, request: web.Request, body: bytes) -> web.Response:
+        self._trimmer.after(len(body))
         try:
             review = decode_review(body)
         except BadReviewError as error:

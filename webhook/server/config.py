@@ -12,8 +12,15 @@ class ServerConfig:
     key_file: pathlib.Path
     host: str | None = None
     port: int = 8443
-    # An UPDATE carries two objects of up to 1.5 MiB each plus the envelope.
-    max_body_bytes: int = 7 * 1024 * 1024
+    # The largest review a write that can succeed produces: an UPDATE carries the stored
+    # object and the new one, each at most etcd's 1.5 MiB as kube-apiserver encodes it,
+    # plus the envelope; measured at 3,130,352 bytes on the real server
+    # (tests/kube/test_registration_limits_real.py). 4 MiB leaves the envelope (userInfo
+    # with many groups) room; a larger review is of a write etcd would refuse anyway.
+    max_body_bytes: int = 4 * 1024 * 1024
+    # Connections open at once; past it a new one is closed as soon as it is accepted.
+    # kube-apiserver keeps a few per replica; each idle one costs tens of KiB.
+    max_connections: int = 256
     # PEM CA bundle: the webhook port then requires a client certificate it signed
     # (only kube-apiserver, configured with that certificate, gets past TLS).
     client_ca_file: pathlib.Path | None = None

@@ -4,7 +4,9 @@ aiohttp's sites leave asyncio's TLS handshake timeout at 60 s; a client that
 opens connections and never finishes the handshake would hold them that long.
 So the port is asyncio's own server (`loop.create_server` with
 `ssl_handshake_timeout`) making aiohttp's protocol for the runner's
-`AppRunner.server`, with the one change below (`_Connection`).
+`AppRunner.server`, with two changes (`_Connection`): a request head the
+parser refuses is answered as every bad request is, and the connections open
+at once are capped.
 """
 
 from __future__ import annotations
@@ -40,11 +42,24 @@ class _Connection(web.RequestHandler):
     a plain-text 400 logged at `error` with a traceback, as if the fault were the server's.
     `handle_error` is the hook aiohttp's protocol calls with the parser's exception."""
 
-    __slots__ = ("_metrics",)
+    __slots__ = ("_manager_of", "_max_connections", "_metrics")
 
-    def __init__(self, manager: web.Server, metrics: WebhookMetrics, **settings: Any) -> None:
+    def __init__(
+        self, manager: web.Server, metrics: WebhookMetrics, max_connections: int, **settings: Any
+    ) -> None:
         super().__init__(manager, **settings)
+        self._manager_of = manager
         self._metrics = metrics
+        self._max_connections = max_connections
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Past `max_connections` open at once, a new connection is closed at once (counted,
+        not logged: a flood of log lines would be a second flood)."""
+        super().connection_made(transport)
+        if len(self._manager_of.connections) > self._max_connections:
+            self._metrics.bad_requests.labels("too_many_connections").inc()
+            self.force_close()
+            transport.close()
 
     def handle_error(
         self,
@@ -108,7 +123,7 @@ async def listen(
     loop = asyncio.get_running_loop()
 
     def connection() -> _Connection:
-        return _Connection(manager, metrics, loop=loop, **settings)
+        return _Connection(manager, metrics, config.max_connections, loop=loop, **settings)
 
     try:
         server = await loop.create_server(

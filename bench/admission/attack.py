@@ -1,0 +1,222 @@
+"""Hostile reviews against `serve` (issue 27): their time, others' latency meanwhile, memory.
+
+For each hostile AdmissionReview (built up to the body limit, `--max-body-bytes`):
+- **answer**: the time from sending it to reading the answer, on a kept-alive
+  connection (median of `--repeat`), beside **parse**, what `orjson.loads` alone
+  takes on the same body in this process (the goal: answer <= 100 ms + parse);
+- **others p99**: while one client sends the hostile review back to back for
+  `--duration` seconds, four others send the small valid review of
+  bench/admission/payloads.py; the p99 of their latencies (goal: <= 1 s);
+- **peak RSS** of the server while this happened (VmHWM, reset before each
+  payload through /proc/PID/clear_refs) and **RSS after**, 2 s after the burst
+  (goal: peak <= 128 MiB, and back down after).
+Then idle connections: RSS with `--idle` open TLS connections, and after they close.
+
+The server runs pinned to CPU 0 with its defaults (plus any `serve` flags given),
+the clients on CPU 1. Run from the repository root:
+
+    python bench/admission/attack.py [--duration 5 --repeat 5] [--max-body-bytes N ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import pathlib
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import payloads as payload_files  # noqa: E402
+import run as load_bench  # noqa: E402
+
+from webhook.cli.flags import default_of  # noqa: E402
+from webhook.server.config import ServerConfig  # noqa: E402
+
+Spec = dict[str, Any]
+
+
+def fill(make: Callable[[int], Spec], limit: int, *, padded: bool = False) -> bytes:
+    """The largest review of `make(n)` (a spec from a count) whose body fits in `limit` bytes;
+    `padded`: `make`'s spec as it is, with an annotation of n bytes to fill the body instead."""
+
+    def body(count: int) -> bytes:
+        obj = payload_files.store(make(0 if padded else count), "hostile", applied=False)
+        if padded:
+            obj["metadata"]["annotations"] = {"padding": "x" * count}
+        return orjson.dumps(payload_files.review(obj))
+
+    low, high = 1, 2
+    while len(body(high)) <= limit:
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if len(body(middle)) <= limit else (low, middle)
+    return body(low)
+
+
+def worst_within_limits(_: int) -> Spec:
+    """Every item at its limit and wrong twice over: the most a verdict can judge."""
+    scores = [{"name": "same", "dataType": "CATEGORICAL", "categories": [0] * 64, "x": 1}] * 64
+    channels = [{"name": "same", "score": {"name": "same", "categories": [0] * 64}}] * 32
+    return {"mode": "Enforce", "human": {"scores": scores}, "external": channels}
+
+
+HOSTILE: dict[str, Callable[[int], Spec]] = {
+    "external: [{}, ...]": lambda n: {"external": [{}] * n},
+    "human.scores: [{}, ...]": lambda n: {"human": {"scores": [{}] * n}},
+    "categories: [0, ...]": lambda n: {"human": {"scores": [{"name": "a", "categories": [0] * n}]}},
+    "unknown keys in spec": lambda n: {f"k{i}": 0 for i in range(n)},
+    '[{"a":1}, ...] in spec': lambda n: {"external": [{"a": 1}] * n},
+    "two-letter strings": lambda n: {
+        "human": {"scores": [{"name": "a", "categories": [f"{i % 256:02x}" for i in range(n)]}]}
+    },
+    "floats": lambda n: {"human": {"scores": [{"name": "a", "categories": [0.5] * n}]}},
+}
+
+
+def rss(pid: int, field: str = "VmRSS") -> float:
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def reset_peak(pid: int) -> None:
+    pathlib.Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+async def post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body: bytes) -> int:
+    writer.write(b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(body) + body)  # fmt: skip
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:"))  # fmt: skip
+    await reader.readexactly(length)
+    return int(head.split(b" ")[1])
+
+
+async def connect(port: int, context: ssl.SSLContext) -> tuple[Any, Any]:
+    return await asyncio.open_connection("127.0.0.1", port, ssl=context)
+
+
+async def timed(port: int, context: ssl.SSLContext, body: bytes, repeat: int) -> tuple[float, int]:
+    reader, writer = await connect(port, context)
+    times, status = [], 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        status = await post(reader, writer, body)
+        times.append(time.perf_counter() - started)
+    writer.close()
+    return statistics.median(times), status
+
+
+async def during(port: int, context: ssl.SSLContext, hostile: bytes, ordinary: bytes,
+                 seconds: float) -> list[float]:  # fmt: skip
+    stop = time.monotonic() + seconds
+    latencies: list[float] = []
+
+    async def attacker() -> None:
+        reader, writer = await connect(port, context)
+        while time.monotonic() < stop:
+            await post(reader, writer, hostile)
+        writer.close()
+
+    async def user() -> None:
+        reader, writer = await connect(port, context)
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            await post(reader, writer, ordinary)
+            latencies.append(time.perf_counter() - started)
+            await asyncio.sleep(0.05)
+        writer.close()
+
+    await asyncio.gather(attacker(), *(user() for _ in range(4)))
+    return latencies
+
+
+async def idle(port: int, context: ssl.SSLContext, count: int, pid: int) -> tuple[float, float]:
+    connections = []
+    for _ in range(count):
+        try:
+            connections.append(await connect(port, context))
+        except (OSError, ssl.SSLError):
+            break
+    await asyncio.sleep(1)
+    held = rss(pid)
+    for _, writer in connections:
+        writer.close()
+    await asyncio.sleep(3)
+    return held, rss(pid)
+
+
+def parse_time(body: bytes) -> float:
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        orjson.loads(body)
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
+    limit = default_of(ServerConfig, "max_body_bytes")
+    for flag, value in itertools.pairwise(serve_flags):
+        if flag == "--max-body-bytes":
+            limit = int(value)
+    ordinary = payload_files.payloads()["small-valid"]
+    bodies = {"worst within the limits": fill(worst_within_limits, limit, padded=True)}
+    bodies.update({name: fill(make, limit) for name, make in HOSTILE.items()})
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with tempfile.TemporaryDirectory() as tmp:
+        pair = load_bench.make_certificates(pathlib.Path(tmp))["ecdsa"]
+        port = load_bench.free_port()
+        command = load_bench.server_command("ours", pair, port, close=False) + serve_flags
+        log = pathlib.Path(tmp) / "serve.log"
+        with load_bench.running(command, load_bench.SERVER_CPU, port, log) as pid:
+            os.sched_setaffinity(0, {int(load_bench.LOAD_CPU)})
+            print(f"body limit {limit} bytes; server {pid} RSS at start {rss(pid):.1f} MiB")
+            print(
+                "| review | body | status | answer | parse | others p99 (n) | peak RSS "
+                "| RSS after |"
+            )
+            print("|---|---|---|---|---|---|---|---|")
+            for name, body in bodies.items():
+                reset_peak(pid)
+                answer, status = await timed(port, context, body, args.repeat)
+                latencies = await during(port, context, body, ordinary, args.duration)
+                peak = rss(pid, "VmHWM")
+                await asyncio.sleep(2)
+                p99 = statistics.quantiles(latencies, n=100)[98] if len(latencies) > 1 else 0.0
+                print(f"| {name} | {len(body) / 2**20:.2f} MiB | {status} | {answer * 1000:.0f} ms "
+                      f"| {parse_time(body) * 1000:.0f} ms "
+                      f"| {p99 * 1000:.0f} ms ({len(latencies)}) "
+                      f"| {peak:.1f} MiB | {rss(pid):.1f} MiB |")  # fmt: skip
+            held, after = await idle(port, context, args.idle, pid)
+            print(f"\n{args.idle} idle TLS connections: RSS {held:.1f} MiB; after they close "
+                  f"{after:.1f} MiB")  # fmt: skip
+            print(json.dumps({"bad requests": [line for line in log.read_text().splitlines()
+                                               if "bad request" in line][-1:]}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--idle", type=int, default=1000)
+    known, serve_flags = parser.parse_known_args()
+    asyncio.run(main(known, [flag for flag in serve_flags if flag != "--"]))

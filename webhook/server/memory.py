@@ -1,0 +1,50 @@
+"""Memory given back to the system after a large review (issue 27).
+
+A review of megabytes is decoded into tens of MiB of Python objects. When they
+are freed, glibc keeps the pages of its heap for reuse, so the pod's resident
+memory would stay at the peak of its largest review. `malloc_trim(0)` returns
+the free pages; it costs a few milliseconds, so it runs once, shortly after a
+large review is answered, not after every review (bench/README.md, "Issue 27").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+from collections.abc import Callable
+from typing import Final
+
+# A body at least this large is followed by a trim.
+TRIM_AFTER_BYTES: Final = 1024 * 1024
+# Long enough for the answer to be sent and the review's objects freed.
+_DELAY_SECONDS: Final = 0.5
+
+
+def _malloc_trim() -> Callable[[], None] | None:
+    """glibc's malloc_trim(0), or None where the C library has none (musl)."""
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c") or None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    return lambda: trim(0)
+
+
+class Trimmer:
+    """Trims once after one or more large reviews (at most one trim pending)."""
+
+    def __init__(self) -> None:
+        self._trim = _malloc_trim()
+        self._pending = False
+
+    def after(self, body_bytes: int) -> None:
+        if body_bytes < TRIM_AFTER_BYTES or self._pending or self._trim is None:
+            return
+        self._pending = True
+        asyncio.get_running_loop().call_later(_DELAY_SECONDS, self._run)
+
+    def _run(self) -> None:
+        self._pending = False
+        if self._trim is not None:
+            self._trim()

@@ -87,7 +87,7 @@ HOSTILE = [
     pytest.param("POST", _deep(60_000), "application/json", 400, "BadRequest",
                  "nested too deeply", "too_deep", id="sixty thousand levels is a 400"),
     pytest.param("POST", _deep(300_000), "application/json", 400, "BadRequest",
-                 "more than 65536 JSON objects and arrays", "too_many_containers",
+                 "more than 262144 JSON values", "too_many_values",
                  id="three hundred thousand objects are a 400, counted before decoding"),
     pytest.param("POST", orjson.dumps(create(valid_spec())), "text/plain", 415,
                  "UnsupportedMediaType", "Content-Type must be application/json",

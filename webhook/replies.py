@@ -16,8 +16,8 @@ def review_too_deep(error: object) -> str:
     return f"request body is nested too deeply: {error}"
 
 
-def review_too_many_containers(limit: int) -> str:
-    return f"request body holds more than {limit} JSON objects and arrays"
+def review_too_many_values(limit: int) -> str:
+    return f"request body holds more than {limit} JSON values"
 
 
 def review_not_json(error: object) -> str:

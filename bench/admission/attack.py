@@ -1,6 +1,7 @@
 """Hostile reviews against `serve` (issue 27): their time, others' latency meanwhile, memory.
 
-For each hostile AdmissionReview (built up to the body limit, `--max-body-bytes`):
+For each hostile AdmissionReview, the largest the server decodes (within the body limit,
+`--max-body-bytes`, and the bound on JSON values), and one refused before decoding:
 - **answer**: the time from sending it to reading the answer, on a kept-alive
   connection (median of `--repeat`), beside **parse**, what `orjson.loads` alone
   takes on the same body in this process (the goal: answer <= 100 ms + parse);
@@ -42,6 +43,7 @@ sys.path.insert(0, str(HERE))
 import payloads as payload_files  # noqa: E402
 import run as load_bench  # noqa: E402
 
+from webhook.admission.decode import MAX_JSON_VALUES, json_values  # noqa: E402
 from webhook.cli.flags import default_of  # noqa: E402
 from webhook.server.config import ServerConfig  # noqa: E402
 
@@ -49,8 +51,9 @@ Spec = dict[str, Any]
 
 
 def fill(make: Callable[[int], Spec], limit: int, *, padded: bool = False) -> bytes:
-    """The largest review of `make(n)` (a spec from a count) whose body fits in `limit` bytes;
-    `padded`: `make`'s spec as it is, with an annotation of n bytes to fill the body instead."""
+    """The largest review of `make(n)` (a spec from a count) the server decodes: its body within
+    `limit` bytes and MAX_JSON_VALUES values; `padded`: `make`'s spec as it is, with an
+    annotation of n bytes filling the body instead."""
 
     def body(count: int) -> bytes:
         obj = payload_files.store(make(0 if padded else count), "hostile", applied=False)
@@ -58,12 +61,16 @@ def fill(make: Callable[[int], Spec], limit: int, *, padded: bool = False) -> by
             obj["metadata"]["annotations"] = {"padding": "x" * count}
         return orjson.dumps(payload_files.review(obj))
 
+    def fits(count: int) -> bool:
+        made = body(count)
+        return len(made) <= limit and (padded or json_values(made) <= MAX_JSON_VALUES)
+
     low, high = 1, 2
-    while len(body(high)) <= limit:
+    while fits(high):
         low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2
-        low, high = (middle, high) if len(body(middle)) <= limit else (low, middle)
+        low, high = (middle, high) if fits(middle) else (low, middle)
     return body(low)
 
 
@@ -85,6 +92,16 @@ HOSTILE: dict[str, Callable[[int], Spec]] = {
     },
     "floats": lambda n: {"human": {"scores": [{"name": "a", "categories": [0.5] * n}]}},
 }
+
+
+_NO_TRIM = """\
+import sys
+from webhook.cli.main import main
+from webhook.server import memory
+
+memory.Trimmer.after = lambda self, body_bytes: None
+sys.exit(main(sys.argv[1:]))
+"""
 
 
 def rss(pid: int, field: str = "VmRSS") -> float:
@@ -179,6 +196,8 @@ async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
     ordinary = payload_files.payloads()["small-valid"]
     bodies = {"worst within the limits": fill(worst_within_limits, limit, padded=True)}
     bodies.update({name: fill(make, limit) for name, make in HOSTILE.items()})
+    flood = b'{"request":{"object":{"spec":{"external":[' + b"{}," * (limit // 3 - 20) + b"{}]}}}}"
+    bodies["refused: the body limit of [{}, ...]"] = flood
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -186,6 +205,8 @@ async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
         pair = load_bench.make_certificates(pathlib.Path(tmp))["ecdsa"]
         port = load_bench.free_port()
         command = load_bench.server_command("ours", pair, port, close=False) + serve_flags
+        if args.no_trim:  # the A/B of webhook/server/memory.py: the same server, never trimming
+            command[0:1] = [sys.executable, "-c", _NO_TRIM]
         log = pathlib.Path(tmp) / "serve.log"
         with load_bench.running(command, load_bench.SERVER_CPU, port, log) as pid:
             os.sched_setaffinity(0, {int(load_bench.LOAD_CPU)})
@@ -218,5 +239,6 @@ if __name__ == "__main__":
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--idle", type=int, default=1000)
+    parser.add_argument("--no-trim", action="store_true", help="serve without malloc_trim")
     known, serve_flags = parser.parse_known_args()
     asyncio.run(main(known, [flag for flag in serve_flags if flag != "--"]))

@@ -39,6 +39,7 @@ from tests.kube.cluster import (
     webhook_server,
 )
 from tests.kube.controlplane import ControlPlane
+from webhook.admission.decode import MAX_JSON_VALUES, json_values
 from webhook.cli.flags import default_of
 from webhook.rules import api
 from webhook.server.config import ServerConfig
@@ -72,15 +73,15 @@ def maximal_spec(length: int, mark: str = "a") -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def capturing_webhook(directory: pathlib.Path) -> Iterator[tuple[str, bytes, list[int]]]:
-    """A TLS endpoint that allows every review and records each body's size in bytes."""
+def capturing_webhook(directory: pathlib.Path) -> Iterator[tuple[str, bytes, list[bytes]]]:
+    """A TLS endpoint that allows every review and keeps each body."""
     cert, key, ca = serving_files(directory)
-    sizes: list[int] = []
+    bodies: list[bytes] = []
 
     class Capture(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            sizes.append(len(body))
+            bodies.append(body)
             review = json.loads(body)
             answer = {"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
                       "response": {"uid": review["request"]["uid"], "allowed": True}}  # fmt: skip
@@ -101,7 +102,7 @@ def capturing_webhook(directory: pathlib.Path) -> Iterator[tuple[str, bytes, lis
     server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"https://127.0.0.1:{server.server_address[1]}/validate", ca, sizes
+        yield f"https://127.0.0.1:{server.server_address[1]}/validate", ca, bodies
     finally:
         server.shutdown()
         server.server_close()
@@ -147,7 +148,7 @@ def test_the_largest_update_review_fits_the_default_body_limit(
     namespace, stored = maximal
     custom = k8s.CustomObjectsApi(api_client(control_plane))
     length = len(stored["spec"]["human"]["scores"][0]["categories"][0])
-    with capturing_webhook(tmp_path / "capture") as (url, ca, sizes):
+    with capturing_webhook(tmp_path / "capture") as (url, ca, bodies):
         document = registration(f"capture-{namespace}", url, ca)
         document["webhooks"][0]["namespaceSelector"] = {
             "matchLabels": {"kubernetes.io/metadata.name": namespace}}  # fmt: skip
@@ -159,15 +160,18 @@ def test_the_largest_update_review_fits_the_default_body_limit(
                 custom.replace_namespaced_custom_object(
                     GROUP, VERSION, namespace, PLURAL, "maximal", changed, dry_run="All"
                 )
-                return bool(sizes)
+                return bool(bodies)
 
             eventually(sent, what="the maximal update sent to the webhook")
-    largest = max(sizes)
+    largest = max(bodies, key=len)
     stored_bytes = len(json.dumps(stored, separators=(",", ":")).encode())
-    print(f"\nmaximal store: categories {length} characters, {stored_bytes} bytes as JSON; "
-          f"UPDATE review: {largest} bytes")  # fmt: skip
-    assert largest > 2 * stored_bytes, "the review carries both objects"
-    assert largest <= default_of(ServerConfig, "max_body_bytes")
+    print(
+        f"\nmaximal store: categories {length} characters, {stored_bytes} bytes as JSON; "
+        f"UPDATE review: {len(largest)} bytes, {json_values(largest)} JSON values counted"
+    )
+    assert len(largest) > 2 * stored_bytes, "the review carries both objects"
+    assert len(largest) <= default_of(ServerConfig, "max_body_bytes")
+    assert json_values(largest) * 4 <= MAX_JSON_VALUES, "far from the bound on values"
 
 
 def test_match_conditions_hold_on_a_maximal_store_with_the_webhook_down(

@@ -23,12 +23,13 @@ from webhook.rules.field_errors import format_value
 # Validation errors listed in one message; a hostile envelope can have thousands.
 _MAX_ERRORS_SHOWN = 3
 _MAX_KEY_SHOWN = 64
-# JSON objects and arrays a review may hold, counted as `{` and `[` bytes (those inside
-# strings too) before anything is decoded: each decodes to a Python dict or list of
-# 60-250 bytes, so 4 MiB of `{},` would cost ~300 MiB decoded. The largest FeedbackStore
-# review (two objects at etcd's limit, managedFields included) holds ~13,000; this bound
-# keeps the decoded containers of any review under ~16 MiB (bench/README.md, "Issue 27").
-MAX_CONTAINERS = 65_536
+# JSON values a review may hold, counted before anything is decoded as the bytes `{`, `[`
+# and `,` (those inside strings too: an over-count): each value decodes to a Python object
+# of 24-250 bytes, so 4 MiB of `{},` would cost ~300 MiB decoded, and of `"ab",` ~50 MiB.
+# The largest FeedbackStore review (two objects at etcd's limit, managedFields included)
+# counts 13,291 (tests/kube/test_registration_limits_real.py); this bound
+# keeps any review's decoded objects to a few tens of MiB (bench/README.md, "Issue 27").
+MAX_JSON_VALUES = 262_144
 
 
 class BadReviewReason(enum.StrEnum):
@@ -36,7 +37,7 @@ class BadReviewReason(enum.StrEnum):
 
     NOT_JSON = "not_json"
     TOO_DEEP = "too_deep"
-    TOO_MANY_CONTAINERS = "too_many_containers"
+    TOO_MANY_VALUES = "too_many_values"
     NOT_OBJECT = "not_object"
     NOT_ADMISSION_REVIEW = "not_admission_review"
     NO_REQUEST = "no_request"
@@ -55,9 +56,9 @@ class BadReviewError(ValueError):
 
 
 def decode_review(body: bytes) -> AdmissionReview:
-    if body.count(b"{") + body.count(b"[") > MAX_CONTAINERS:  # in C, before any decoding
+    if json_values(body) > MAX_JSON_VALUES:
         raise BadReviewError(
-            BadReviewReason.TOO_MANY_CONTAINERS, replies.review_too_many_containers(MAX_CONTAINERS)
+            BadReviewReason.TOO_MANY_VALUES, replies.review_too_many_values(MAX_JSON_VALUES)
         )
     try:
         document = orjson.loads(body)
@@ -72,6 +73,11 @@ def decode_review(body: bytes) -> AdmissionReview:
         # what is wrong, in a client's words rather than the models' where they can.
         _check_outline(document)
         raise BadReviewError(BadReviewReason.WRONG_TYPE, _describe(error)) from None
+
+
+def json_values(body: bytes) -> int:
+    """At least how many values `body` holds if it is JSON, counted in C without decoding it."""
+    return body.count(b"{") + body.count(b"[") + body.count(b",")
 
 
 def _check_outline(document: Any) -> None:

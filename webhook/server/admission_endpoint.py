@@ -87,10 +87,17 @@ class AdmissionEndpoint:
 
     async def _handle(self, request: web.Request) -> web.Response:
         if request.method != "POST":
-            return self._refuse(request, 405, "method_not_allowed", replies.MSG_USE_POST, "POST")
+            return refuse(
+                self._metrics,
+                request,
+                405,
+                "method_not_allowed",
+                replies.MSG_USE_POST,
+                allow="POST",
+            )
         if request.content_type != JSON:
             message = replies.unsupported_media_type(JSON, request.content_type[:64])
-            return self._refuse(request, 415, "unsupported_media_type", message)
+            return refuse(self._metrics, request, 415, "unsupported_media_type", message)
         content = request.content
         if not content.is_eof():
             return await self._answer_when_read(request)
@@ -112,10 +119,12 @@ class AdmissionEndpoint:
             return self._too_large(request)
         except TimeoutError:
             message = replies.body_timeout(self._body_timeout)
-            return self._refuse(request, 408, "body_timeout", message, close=True)
+            return refuse(self._metrics, request, 408, "body_timeout", message, close=True)
         except ConnectionError:
             # The client hung up mid-body: its fault, and nobody is left to read the answer.
-            return self._refuse(request, 400, "incomplete_body", replies.MSG_INCOMPLETE_BODY)
+            return refuse(
+                self._metrics, request, 400, "incomplete_body", replies.MSG_INCOMPLETE_BODY
+            )
         return self._answer(request, body)
 
     def _answer(self, request: web.Request, body: bytes) -> web.Response:
@@ -123,7 +132,7 @@ class AdmissionEndpoint:
         try:
             review = decode_review(body)
         except BadReviewError as error:
-            return self._refuse(request, 400, error.reason.value, error.message)
+            return refuse(self._metrics, request, 400, error.reason.value, error.message)
         try:
             decision = decide(review.request)
             answer = orjson.dumps(review_answer(review, decision))
@@ -131,7 +140,7 @@ class AdmissionEndpoint:
                 _record(review.request, decision)
             self._metrics.count(review.request.operation, ALLOWED if decision.allowed else DENIED)
         except BadReviewError as error:
-            return self._refuse(request, 400, error.reason.value, error.message)
+            return refuse(self._metrics, request, 400, error.reason.value, error.message)
         except Exception as error:  # answered in the protocol, counted once as an error
             return self._errored(review, error)
         return web.Response(body=answer, content_type=JSON)
@@ -149,20 +158,7 @@ class AdmissionEndpoint:
 
     def _too_large(self, request: web.Request) -> web.Response:
         message = replies.body_too_large(self._max_body_bytes)
-        return self._refuse(request, 413, "too_large", message, close=True)
-
-    def _refuse(
-        self,
-        request: web.Request,
-        status: int,
-        reason: str,
-        message: str,
-        allow: str | None = None,
-        *,
-        close: bool = False,
-    ) -> web.Response:
-        # Closed when the rest of an oversized or stalled body is not worth reading.
-        return refuse(self._metrics, request, status, reason, message, allow=allow, close=close)
+        return refuse(self._metrics, request, 413, "too_large", message, close=True)
 
 
 def _record(request: AdmissionRequest, decision: Decision) -> None:

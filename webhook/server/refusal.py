@@ -57,7 +57,9 @@ def refuse(
     allow: str | None = None,
     close: bool = False,
 ) -> web.Response:
-    """The answer to a bad request, logged as one warning and counted under `reason`."""
+    """The answer to a bad request, logged as one warning and counted under `reason`; `close` when
+    the rest of an oversized or stalled body is not worth reading.
+    """
     metrics.bad_requests.labels(reason).inc()
     fields = {"status": status, "reason": reason, "error": message, "remote": request.remote}
     _log.warning("bad request", extra={"fields": fields})

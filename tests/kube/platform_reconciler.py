@@ -33,7 +33,6 @@ import collections
 import json
 import pathlib
 import signal
-import subprocess
 import sys
 import threading
 from datetime import UTC, datetime
@@ -42,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Final
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
+
+from tests.kube.logged_process import LoggedProcess
 
 if TYPE_CHECKING:
     from tests.kube.controlplane import ControlPlane
@@ -378,37 +379,12 @@ def install_identity(plane: ControlPlane) -> pathlib.Path:
     return kubeconfig
 
 
-class PlatformProcess:
+class PlatformProcess(LoggedProcess):
     """The stand-in as a child process on `kubeconfig`, watching `namespace`."""
 
     def __init__(self, kubeconfig: pathlib.Path, namespace: str, log_path: pathlib.Path) -> None:
-        self.log_path = log_path
-        self._log = log_path.open("wb")
-        self.process = subprocess.Popen(
+        super().__init__(
             [sys.executable, "-m", "tests.kube.platform_reconciler",
              "--kubeconfig", str(kubeconfig), "--namespace", namespace],
-            cwd=pathlib.Path(__file__).resolve().parents[2], stdout=subprocess.DEVNULL,
-            stderr=self._log, stdin=subprocess.DEVNULL,
+            log_path, cwd=pathlib.Path(__file__).resolve().parents[2],
         )  # fmt: skip
-
-    def logs(self) -> list[dict[str, Any]]:
-        entries = []
-        for line in self.log_path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                entries.append(json.loads(line))
-            except ValueError:
-                entries.append({"msg": "(not JSON)", "line": line})
-        return entries
-
-    def stop(self, timeout: float = 10.0) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        finally:
-            self._log.close()
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        self._log.close()

@@ -20,8 +20,6 @@ import contextlib
 import json
 import os
 import pathlib
-import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -47,6 +45,7 @@ from tests.kube.cluster import (
     shipped_crd,
 )
 from tests.kube.controlplane import ControlPlane
+from tests.kube.logged_process import LoggedProcess
 
 SCRIPT = str(pathlib.Path(sys.executable).with_name("feedbackstore-webhook"))
 MANAGER = "feedbackstore-status-writer"
@@ -68,7 +67,7 @@ INVALID_MESSAGE = (
 # -- the writer as a process -----------------------------------------------------------
 
 
-class WriterProcess:
+class WriterProcess(LoggedProcess):
     """`feedbackstore-webhook status-writer` on the real server, as user `status-writer-<tag>`."""
 
     def __init__(
@@ -84,8 +83,6 @@ class WriterProcess:
         kubeconfig = plane.write_kubeconfig(
             self.user, plane.pki.client(self.user, "system:masters")
         )
-        self.log_path = workdir / f"{self.user}.log"
-        self._log = self.log_path.open("wb")
         command = [
             SCRIPT, "status-writer",
             "--kubeconfig", str(kubeconfig),
@@ -103,22 +100,7 @@ class WriterProcess:
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
         env["POD_NAME"] = self.user
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=self._log, env=env,
-            stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-
-    # logs
-
-    def logs(self) -> list[dict[str, Any]]:
-        lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        entries = []
-        for line in lines:
-            try:
-                entries.append(json.loads(line))
-            except json.JSONDecodeError:
-                entries.append({"msg": "(not JSON)", "line": line})
-        return entries
+        super().__init__(command, workdir / f"{self.user}.log", env=env)
 
     def messages(self, msg: str) -> list[dict[str, Any]]:
         return [entry for entry in self.logs() if entry.get("msg") == msg]
@@ -155,25 +137,6 @@ class WriterProcess:
 
     def metric(self, name: str, **labels: str) -> float:
         return self.metrics().get((name, tuple(sorted(labels.items()))), 0.0)
-
-    # lifecycle
-
-    def signal(self, sig: signal.Signals) -> None:
-        self.process.send_signal(sig)
-
-    def stop(self, timeout: float = 20.0) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        finally:
-            self._log.close()
-
-    def kill(self) -> None:
-        """SIGKILL: no release of the Lease, no goodbye (works on a SIGSTOPped one too)."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        self._log.close()
 
 
 @dataclass

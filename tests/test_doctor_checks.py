@@ -649,7 +649,7 @@ def validated(status: str = "True", observed: int | None = 1) -> dict[str, Any]:
          "1 FeedbackStore in all namespaces, all current; 1 Validated=False (ns/a)"),
         ([store(f"s{n}", 1, None) for n in range(7)], Level.FAIL,
          "7 FeedbackStores in all namespaces: 7 without Validated "
-         "(ns/s0, ns/s1, ns/s2, ns/s3, ns/s4, and 2 more)"),
+         "(ns/s0, ns/s1, ns/s2, ns/s3, ns/s4 and 2 more)"),
     ],
     ids=["all current", "none at all", "missing and stale", "current but invalid warns",
          "many are counted, a few named"],

@@ -76,10 +76,10 @@ def test_same_names_in_other_namespaces_are_other_objects() -> None:
         ),
     ],
 )
-def test_the_users_phrase_names_ten_and_counts_the_rest(
+def test_the_users_clause_names_ten_and_counts_the_rest(
     holders: tuple[str, ...], expected: str
 ) -> None:
-    assert inuse.users_phrase(holders) == expected
+    assert inuse.in_use_clause(inuse.users_of(holders)) == f"in use by {expected}"
 
 
 def store(*, finalizer: bool = False, deleting: bool = False, in_use: dict[str, Any] | None = None

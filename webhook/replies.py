@@ -1,4 +1,4 @@
-"""Every sentence the admission webhook and its endpoints say to a user (SPEC §3), kept apart from
+"""Every sentence the admission webhook and its endpoints say to a user, kept apart from
 the logic that decides when to say them. The verdict's own sentences are in `rules/messages.py`;
 audit values and a refusal's Status reasons are machine values, kept with their keys."""
 
@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import Final
 
 from webhook.rules import api, inuse
-from webhook.rules.messages import counted
+from webhook.text import and_more, counted
 
 # -- Admission request errors: the 4xx answers of POST /validate ---------------------------
-# 400: the body is not a usable AdmissionReview (SPEC §3).
+# 400: the body is not a usable AdmissionReview: the client's fault, said as a JSON Status.
 
 
 def review_too_deep(error: object) -> str:
@@ -47,7 +47,7 @@ def request_not_object(shown: str) -> str:
 
 
 def review_invalid(errors: Sequence[str], more: int) -> str:
-    parts = [*errors, f"and {more} more"] if more else errors
+    parts = [*errors, and_more(more)] if more else errors
     return "invalid AdmissionReview: " + "; ".join(parts)
 
 
@@ -109,7 +109,7 @@ def get_only(path: str) -> str:
     return f"{path} answers GET only"
 
 
-# -- Admission warnings: allowed, and the user should know why (SPEC §3) -------------------
+# -- Admission warnings: allowed, and the user should know why ------------------------------
 # Why an UPDATE passes whatever its declaration (`spec`, or an agent's `spec.feedback`) says.
 def exempt_unchanged(path: str) -> str:
     return f"{path} is unchanged"
@@ -135,18 +135,18 @@ def warn_foreign_resource(quoted_resource: str, judged: str) -> str:
 
 
 def more_warnings(count: int) -> str:
-    return f"and {counted(count, 'more warning')}"
+    return and_more(count, "warning")
 
 
-# -- Deletion: what a DELETE of a store in use is told (SPEC §7) ---------------------------
+# -- Deletion: what a DELETE of a store in use is told ----------------------------------------
 
 
 def delete_in_use(quoted_name: str, state: str) -> str:
-    """The headline: `state` is the tail of the InUse condition's message."""
+    """The headline: `state` names the users (`inuse.in_use_clause`), or says `IN_USE`."""
     return f"{api.KIND} {quoted_name} is {state}"
 
 
-# The state when the InUse condition is True but carries no message.
+# The state when the InUse condition is True but its message names no users (not ours).
 IN_USE: Final = "in use"
 DELETE_DEFERRED: Final = (
     f"it stays Terminating until no {inuse.AGENT_KIND} references it, then it is deleted"

@@ -1,4 +1,4 @@
-"""The change-impact warnings of an UPDATE (issue 17): what the new spec does to ingestion.
+"""The change-impact warnings of an UPDATE: what the new spec does to ingestion.
 
 Said for every UPDATE `decide` judges, valid or not, and never a denial, of a
 store's `spec` or an agent's `spec.feedback` alike (`forms`). Who uses a store
@@ -32,7 +32,7 @@ def change_warnings(name: str, new: object, old: object, form: Form = STORE) -> 
     return [headline, *(with_users(sentence, count, agents) for sentence in sentences)]
 
 
-def _users(obj: object) -> tuple[int, tuple[str, ...]] | None:
+def _users(obj: object) -> inuse.Users | None:
     """How many agents use the store and the first named, when its `InUse` says so."""
     condition = find_condition(obj, inuse.CONDITION_TYPE, within=inuse.CONDITIONS_SEARCHED)
     message = condition.get("message") if condition is not None else None

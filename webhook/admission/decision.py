@@ -1,7 +1,7 @@
 """The operation rules: which requests are judged by the verdict, and which pass anyway.
 
 Two forms carry a declaration (`forms`): a FeedbackStore's `spec`, and an
-AgentDeployment's `spec.feedback` (SPEC §8); the same rules judge both. Only a
+AgentDeployment's `spec.feedback` (the platform's inline form); the same rules judge both. Only a
 CREATE, or an UPDATE that changes the declaration of a live object, can be
 refused; an agent without `spec.feedback` declares nothing and passes.
 Everything else is allowed on purpose: an object admitted before the webhook
@@ -20,12 +20,13 @@ from webhook.admission.change_warnings import change_warnings
 from webhook.admission.decode import BadReviewError, BadReviewReason
 from webhook.admission.deletion import delete_notice
 from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
-from webhook.admission.warnings import bounded, shorten
+from webhook.admission.warnings import bounded
 from webhook.kube.objects import deletion_in_progress
 from webhook.rules import Verdict
 from webhook.rules.field_errors import quote
 from webhook.rules.forms import INLINE, STORE, Form
 from webhook.rules.messages import more_problems
+from webhook.text import MAX_WARNING_LENGTH, cut
 
 CREATE: Final = "CREATE"
 UPDATE: Final = "UPDATE"
@@ -74,7 +75,7 @@ _JUDGED: Final = f"a {' or '.join(form.kind for form in _FORMS.values())}"
 
 
 def decide(request: AdmissionRequest) -> Decision:
-    """Apply SPEC §3's operation rules to one admission request."""
+    """Apply the operation rules above to one admission request."""
     resource = request.resource
     form = _FORMS.get((resource.get("group", ""), resource.get("resource", "")))
     if form is None:
@@ -90,7 +91,7 @@ def decide(request: AdmissionRequest) -> Decision:
     if operation == CONNECT:
         return Decision(True, Why.NOT_JUDGED_OPERATION, form=form)
     if operation not in (CREATE, UPDATE):
-        warning = replies.warn_unchecked_operation(quote(shorten(operation, _SHOWN_IDENTIFIER)))
+        warning = replies.warn_unchecked_operation(quote(cut(operation, _SHOWN_IDENTIFIER)))
         return Decision(True, Why.UNKNOWN_OPERATION, warnings=(warning,), form=form)
     obj = request.object
     if obj is None:
@@ -149,5 +150,5 @@ def _exemption_warnings(verdict: Verdict, why: Why, form: Form) -> tuple[str, ..
 
 def _foreign_warning(resource: GroupVersionResource) -> str:
     target = f"{resource.get('group', '')}/{resource.get('resource', '')}"
-    quoted = quote(shorten(target, _SHOWN_IDENTIFIER))
-    return shorten(replies.warn_foreign_resource(quoted, _JUDGED))
+    quoted = quote(cut(target, _SHOWN_IDENTIFIER))
+    return cut(replies.warn_foreign_resource(quoted, _JUDGED), MAX_WARNING_LENGTH)

@@ -19,16 +19,18 @@ from pydantic import ValidationError
 from webhook import replies
 from webhook.admission.envelope import API_VERSIONS, REVIEW_KIND, AdmissionReview
 from webhook.rules.field_errors import format_value
+from webhook.text import ELLIPSIS, cut
 
 # Validation errors listed in one message; a hostile envelope can have thousands.
 _MAX_ERRORS_SHOWN = 3
-_MAX_KEY_SHOWN = 64
+# A map key in an error is its first 64 characters and an ellipsis: keys are client data.
+_KEY_SHOWN = 64 + len(ELLIPSIS)
 # JSON values a review may hold, counted before anything is decoded as the bytes `{`, `[`
 # and `,` (those inside strings too: an over-count): each value decodes to a Python object
 # of 24-250 bytes, so 4 MiB of `{},` would cost ~300 MiB decoded, and of `"ab",` ~50 MiB.
 # The largest FeedbackStore review (two objects at etcd's limit, managedFields included)
 # counts 13,291 (tests/kube/test_registration_limits_real.py); this bound
-# keeps any review's decoded objects to a few tens of MiB (bench/README.md, "Issue 27").
+# keeps any review's decoded objects to a few tens of MiB (bench/admission/attack.py).
 MAX_JSON_VALUES = 262_144
 
 
@@ -121,6 +123,6 @@ def _location(loc: tuple[int | str, ...]) -> str:
             path += f"[{part}]"
         else:
             # Map keys are client data: cut them so a 1 MiB key is not echoed back.
-            name = part if len(part) <= _MAX_KEY_SHOWN else part[:_MAX_KEY_SHOWN] + "..."
+            name = cut(part, _KEY_SHOWN)
             path += f".{name}" if path else name
     return path or "(root)"

@@ -2,7 +2,7 @@
 
 The webhook keeps no API access, so it reads the `InUse` condition the status
 writer keeps on the object it is sent (`request.oldObject` on DELETE), and our
-finalizer there, which is what actually holds the object (SPEC §7). The answer
+finalizer there, which is what actually holds the object. The answer
 is always "allowed": the registration entry that sends DELETE has
 `failurePolicy: Ignore`, and a warning must never block a delete.
 """
@@ -38,7 +38,8 @@ def delete_notice(name: str, old_object: object) -> DeleteNotice:
     if condition.get("status") != CONDITION_TRUE:
         return DeleteNotice(NOT_IN_USE)
     message = condition.get("message")
-    shown = message.rsplit("; ", 1)[-1] if isinstance(message, str) else replies.IN_USE
+    users = inuse.read_users(message) if isinstance(message, str) else None
+    shown = inuse.in_use_clause(users) if users is not None else replies.IN_USE
     headline = replies.delete_in_use(quote(name), shown)
     if has_finalizer(old_object, inuse.FINALIZER):
         return DeleteNotice(DEFERRED, bounded([headline, replies.DELETE_DEFERRED]))

@@ -13,21 +13,16 @@ from typing import Final
 
 from webhook import replies
 from webhook.rules.summary import fit_lines
+from webhook.text import MAX_WARNING_LENGTH, cut
 
-# Kubernetes' guidance for a warning's length; longer ones are cut with "...".
-MAX_WARNING_LENGTH: Final = 120
 # Leave room under kube-apiserver's 4096-character total for other admission plugins.
 MAX_WARNINGS_TOTAL: Final = 2048
 _TAIL_RESERVE: Final = 32
 
 
-def shorten(text: str, limit: int = MAX_WARNING_LENGTH) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def bounded(texts: Iterable[str]) -> tuple[str, ...]:
     """Each warning at most MAX_WARNING_LENGTH long, all together at most MAX_WARNINGS_TOTAL."""
-    lines = [shorten(text) for text in texts]
+    lines = [cut(text, MAX_WARNING_LENGTH) for text in texts]
     if sum(map(len, lines)) <= MAX_WARNINGS_TOTAL:
         return tuple(lines)
     kept, dropped = fit_lines(lines, MAX_WARNINGS_TOTAL - _TAIL_RESERVE, separator="")

@@ -1,9 +1,10 @@
 """`feedbackstore-webhook migrate PATH...`: from the older form (an AgentDeployment naming a
-FeedbackStore in `spec.feedbackStoreRef`) to the inline one (`spec.feedback`, SPEC §8), in the
-manifests a GitOps repository holds. Only what the inputs prove is migrated: a store must be
-among them and valid (its problems are printed as `validate` prints them); a store no agent of
-the inputs references any more is named as removable, never deleted. An unreadable input stops
-everything before a byte is written: it may hold the agents that still need a store.
+FeedbackStore in `spec.feedbackStoreRef`) to the inline one (`spec.feedback`, the platform's
+newest API), in the manifests a GitOps repository holds. Only what the inputs prove is migrated:
+a store must be among them and valid (its problems are printed as `validate` prints them); a
+store no agent of the inputs references any more is named as removable, never deleted. An
+unreadable input stops everything before a byte is written: it may hold the agents that still
+need a store.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from webhook.kube.objects import metadata_of
 from webhook.rules import inuse
 from webhook.rules.field_errors import type_invalid
 from webhook.rules.manifest import is_feedbackstore
-from webhook.rules.messages import counted
+from webhook.text import counted
 
 REF: Final = "feedbackStoreRef"
 INLINE: Final = "feedback"

@@ -11,7 +11,7 @@ import orjson
 
 from webhook.cli import EXIT_OK
 from webhook.cli.validate_report import ChangeWarning, Entry, Report, Result, summary
-from webhook.rules.messages import counted
+from webhook.text import counted
 
 Changes = list[ChangeWarning] | None
 UNREADABLE = "Unreadable"

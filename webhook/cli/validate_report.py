@@ -14,7 +14,8 @@ from webhook.cli.manifest_files import ReadError
 from webhook.rules.field_errors import ErrorType
 from webhook.rules.forms import INLINE, STORE
 from webhook.rules.manifest import ManifestVerdict
-from webhook.rules.messages import counted, more_problems
+from webhook.rules.messages import more_problems
+from webhook.text import counted
 
 
 @dataclass(frozen=True, slots=True)

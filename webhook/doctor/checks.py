@@ -16,12 +16,15 @@ from webhook.kube.objects import CONDITION_TRUE, find_condition
 from webhook.kube.settings import LEASE_DURATION
 from webhook.kube.timestamps import parse_time
 from webhook.rules import api, validate_spec
+from webhook.text import named
 
 CRD: Final = "crd"
 ENDPOINTS: Final = "service-endpoints"
 LEASE: Final = "status-writer-lease"
 _INSTALL_CRD: Final = "kubectl apply --server-side -k manifests/crd"
 _ENDPOINTS_NEEDS: Final = "get services, list endpointslices"
+# Ready endpoint addresses named in the result; the rest are counted.
+_SHOWN_ADDRESSES: Final = 5
 PROBE: Final = "webhook-answers"
 PROBE_NAME: Final = "feedbackstore-doctor-probe"
 PROBE_SPEC: Final = {"mode": api.MONITOR_MODE, "human": {"scores": [{"name": "doctor-probe"}]}}
@@ -157,7 +160,7 @@ def check_endpoints(
             else:
                 ready.extend(str(a) for a in endpoint.get("addresses") or ())
     if ready:
-        shown = ", ".join(ready[:5]) + (f" and {len(ready) - 5} more" if len(ready) > 5 else "")
+        shown = named(ready[:_SHOWN_ADDRESSES], len(ready))
         return ok(ENDPOINTS, f"Service {service_ref}: {len(ready)} ready ({shown}){suffix}")
     pods = "pods not Ready" if not_ready else "no pods selected"
     namespace = service_ref.partition("/")[0]
@@ -184,8 +187,9 @@ def expected_warnings() -> tuple[str, ...]:
 
 def check_probe(outcome: ProbeOutcome | None, namespace: str, selected: bool | None) -> CheckResult:
     """A dry-run create of a valid store in `mode: Monitor`, which only the webhook warns about
-    (SPEC §1): the warning comes back only if kube-apiserver called it through the registration,
-    reached its pod and trusted its certificate. `selected`: namespaceSelector matches `namespace`.
+    (the CRD's own rules never warn): the warning comes back only if kube-apiserver called it
+    through the registration, reached its pod and trusted its certificate. `selected`:
+    namespaceSelector matches `namespace`.
     """
     if outcome is None:
         return skip(PROBE, "no FeedbackStore API to probe")

@@ -13,10 +13,10 @@ from webhook.doctor.result import CheckResult, fail, ok, refused, skip, warn
 from webhook.doctor.snapshot import FetchedList, Unreadable
 from webhook.kube.objects import CONDITION_FALSE, deletion_in_progress, has_finalizer, metadata_of
 from webhook.rules import api, inuse
-from webhook.rules.messages import counted
 from webhook.status.kubeapi import FIELD_MANAGER
 from webhook.status.usage import current_in_use
 from webhook.status.validated import current_condition, observed_generation, validated_writers
+from webhook.text import counted, named
 
 NAME: Final = "store-conditions"
 WRITERS: Final = "validated-writers"
@@ -175,5 +175,4 @@ def _few(stores: Sequence[dict[str, Any]]) -> str:
     for store in stores[:SHOWN]:
         metadata = metadata_of(store)
         labels.append(f"{metadata.get('namespace')}/{metadata.get('name')}")
-    more = len(stores) - SHOWN
-    return ", ".join(labels) + (f", and {more} more" if more > 0 else "")
+    return named(labels, len(stores))

@@ -1,9 +1,9 @@
 """What each change of spec (`changes.py`) means for the gateway, as one short sentence: only
-what the gateway does (SPEC §9, `messages.py`): 422 or relayed, and how scores read.
+what the platform's gateway does (`messages.py`): 422 or relayed, and how scores read.
 
 Said the same by the webhook (UPDATE warnings) and the CLI. A sentence names
-at most `_SHOWN_NAME` characters of a name (cut with "..."), so it keeps within
-SPEC §3's 120 characters for the names stores carry; `with_users` then adds
+at most `_SHOWN_NAME` characters of a name (cut with an ellipsis), so it keeps within
+a warning's `MAX_WARNING_LENGTH` for the names stores carry; `with_users` then adds
 who uses the store, naming as many agents as still fit.
 """
 
@@ -14,13 +14,13 @@ from typing import Final
 from webhook.rules import api, inuse, messages
 from webhook.rules.changes import HUMAN, Change, ChangeKind
 from webhook.rules.field_errors import quote
+from webhook.text import MAX_WARNING_LENGTH, cut, named
 
 _SHOWN_NAME: Final = 32
-_ROOM: Final = 120
 
 
 def _name(name: str) -> str:
-    return quote(name if len(name) <= _SHOWN_NAME else name[: _SHOWN_NAME - 3] + "...")
+    return quote(cut(name, _SHOWN_NAME))
 
 
 def _source(source: str) -> str:
@@ -74,18 +74,16 @@ def change_sentence(change: Change) -> str:
 
 
 def with_users(sentence: str, count: int, agents: tuple[str, ...]) -> str:
-    """`sentence; used by 3 AgentDeployments: a, b and 1 more`, within 120 characters.
+    """`sentence; used by 3 AgentDeployments: a, b and 1 more`, within MAX_WARNING_LENGTH.
 
     Names as many agents as fit; when not even the count fits, the sentence is
-    cut (with "...") so that the count is still said.
+    cut (with an ellipsis) so that the count is still said.
     """
     tail = f"; used by {inuse.agents(count)}"
     fitted = _naming(sentence + tail, count, agents)
     if fitted is not None:
         return fitted
-    if len(sentence) + len(tail) <= _ROOM:
-        return sentence + tail
-    return sentence[: _ROOM - len(tail) - 3] + "..." + tail
+    return cut(sentence, MAX_WARNING_LENGTH - len(tail)) + tail
 
 
 def in_use_headline(quoted_name: str, count: int, agents: tuple[str, ...]) -> str:
@@ -95,10 +93,9 @@ def in_use_headline(quoted_name: str, count: int, agents: tuple[str, ...]) -> st
 
 
 def _naming(head: str, count: int, agents: tuple[str, ...]) -> str | None:
-    """`head: a, b and 3 more` with as many names as fit in 120; None if none fits."""
+    """`head: a, b and 3 more` with as many names as fit in a warning; None if none fits."""
     for shown in range(min(len(agents), count), 0, -1):
-        rest = count - shown
-        text = f"{head}: {', '.join(agents[:shown])}" + (f" and {rest} more" if rest else "")
-        if len(text) <= _ROOM:
+        text = f"{head}: {named(agents[:shown], count)}"
+        if len(text) <= MAX_WARNING_LENGTH:
             return text
     return None

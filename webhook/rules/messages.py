@@ -1,4 +1,4 @@
-"""Every sentence the FeedbackStore rules say to a user (SPEC §1).
+"""Every sentence the FeedbackStore rules say to a user.
 
 The words are product: a reviewer reads and changes them here, not in the
 logic that decides when to say them. The webhook, the status writer, the CLI
@@ -10,10 +10,11 @@ the webhook says. apimachinery's own vocabulary (`Required value`, ...) is in
 from typing import Final
 
 from webhook.rules import api
+from webhook.text import and_more
 
 MESSAGE_VALID: Final = "feedback store spec is coherent"
 
-# The platform's wording for the cross-field invariants (SPEC §1).
+# The platform's wording for the cross-field invariants: its CRD's CEL rules say the same.
 MSG_NO_SOURCE: Final = (
     "feedback must declare at least one source: human.scores or an external channel"
 )
@@ -30,7 +31,7 @@ MSG_HUMAN_SCORES_REQUIRED: Final = "human.scores is required when human is set"
 MSG_HUMAN_SCORES_EMPTY: Final = f"must have at least {api.MIN_HUMAN_SCORES} item"
 MSG_CHANNEL_SCORE_REQUIRED: Final = "the score this channel writes"
 
-# The warnings (allowed, but surprising) say only what the platform's gateway does (SPEC §9):
+# The warnings (allowed, but surprising) say only what the platform's gateway does:
 # it trims a submitted score name; in Enforce an undeclared name gets 422, Monitor relays it; it
 # sends a float value and checks neither dataType nor categories; on read it attributes each
 # score to `human`, `external:<channel>` or `unattributed`.
@@ -74,11 +75,6 @@ def warn_untrimmed_channel(quoted_attribution: str) -> str:
     return f"on read its scores are attributed to {quoted_attribution}, whitespace kept"
 
 
-def counted(count: int, noun: str) -> str:
-    """`1 problem`, `2 problems`: every count a user reads, with its noun's English plural."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def more_problems(count: int) -> str:
     """The tail of a bounded list of problems (a denial, a Condition, the CLI)."""
-    return f"and {counted(count, 'more problem')}"
+    return and_more(count, "problem")

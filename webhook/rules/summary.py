@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from webhook.rules import messages
 from webhook.rules.verdict import Verdict
+from webhook.text import cut
 
 
 def fit_lines(lines: Sequence[str], budget: int, separator: str = "; ") -> tuple[list[str], int]:
@@ -28,7 +29,7 @@ def fit_lines(lines: Sequence[str], budget: int, separator: str = "; ") -> tuple
         kept.append(line)
         used += cost
     if not kept and lines:
-        kept.append(lines[0][: max(budget - 3, 0)] + "...")
+        kept.append(cut(lines[0], budget))
     return kept, len(lines) - len(kept)
 
 

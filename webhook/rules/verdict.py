@@ -15,7 +15,7 @@ Work is bounded by the API's limits, not by the object: a list longer than its
 maximum is `Too many` (with its length) and only its first maximum items are
 judged, and an object's unknown fields past the first few are counted in C,
 not named. So whatever a review holds within the body limit, judging it costs
-at most what a store at the limits costs (bench/README.md, "Issue 27").
+at most what a store at the limits costs (bench/rules/long_lists.py).
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ from webhook.rules.field_errors import (
     unknown_field,
 )
 from webhook.rules.model import CHANNEL_FIELDS, HUMAN_FIELDS, SCORE_FIELDS, SPEC_FIELDS
+from webhook.text import ELLIPSIS, cut
 
-# A whitespace warning names this much of the name: with the longest path, within 120 characters.
-_MAX_NAME_IN_WARNING = 15
+# A whitespace warning names the name's first 15 characters and an ellipsis: with the longest
+# path, the warning stays within MAX_WARNING_LENGTH.
+_NAME_IN_WARNING = 15 + len(ELLIPSIS)
 # Enough of an unknown key to find its `did you mean`: difflib's 0.6 cutoff needs a key at
 # most 2.4 times as long as the known name, and the longest is 10 characters.
 _KEY_MATCHED = 32
@@ -87,7 +89,7 @@ def validate_feedbackstore(obj: object) -> Verdict:
 
 def validate_spec(spec: object, path: str = api.SPEC_PATH) -> Verdict:
     """Verdict for a FeedbackStore spec alone, its problems at paths under `path` (where it
-    stands: `spec` in a FeedbackStore, `spec.feedback` in an AgentDeployment, SPEC §8); a
+    stands: `spec` in a FeedbackStore, `spec.feedback` in an AgentDeployment); a
     missing spec (None) declares no source."""
     return verdict_of(spec_findings(spec, path))
 
@@ -293,8 +295,7 @@ def _name(
     if type(name) is str and 0 < len(name) <= api.MAX_NAME_LENGTH:
         if name == name.strip():
             return name, None
-        shown = name if len(name) <= _MAX_NAME_IN_WARNING else name[:_MAX_NAME_IN_WARNING] + "..."
-        return name, FieldWarning(f"{owner}.name", untrimmed(shown))
+        return name, FieldWarning(f"{owner}.name", untrimmed(cut(name, _NAME_IN_WARNING)))
     path = f"{owner}.name"
     if name is None or name == "":
         return None, required(path)
@@ -325,7 +326,7 @@ def _categories(categories: object, path: str) -> Iterator[Finding]:
 def _distinct_strings(categories: list[Any]) -> bool:
     """Decided in C (join() refuses anything but strings, a set finds repeats), so a clean list
     is not walked in Python for problems it does not have. The walk's one shortcut, for speed:
-    bench/README.md, "Issue 15: the categories' shortcut"."""
+    bench/rules/distinct_strings.py."""
     try:
         "".join(categories)
     except TypeError:

@@ -92,17 +92,12 @@ def current_in_use(store: dict[str, Any]) -> dict[str, Any] | None:
 
 def in_use_fields(store: dict[str, Any], view: tuple[str, ...] | NotServed) -> tuple[str, str, str]:
     if view is NOT_SERVED:
-        return CONDITION_FALSE, inuse.REASON_NOT_SERVED, f"no {inuse.AGENT_KIND} resource is served"
+        return CONDITION_FALSE, inuse.REASON_NOT_SERVED, inuse.NOT_SERVED_MESSAGE
     if not view:
-        return CONDITION_FALSE, inuse.REASON_NOT_REFERENCED, f"no {inuse.AGENT_KIND} references it"
-    if deletion_in_progress(store):
-        return (
-            CONDITION_TRUE,
-            inuse.REASON_DEFERRED,
-            f"deletion deferred until no {inuse.AGENT_KIND} references it; "
-            f"in use by {inuse.users_phrase(view)}",
-        )
-    return CONDITION_TRUE, inuse.REASON_REFERENCED, f"in use by {inuse.users_phrase(view)}"
+        return CONDITION_FALSE, inuse.REASON_NOT_REFERENCED, inuse.NOT_REFERENCED_MESSAGE
+    deferred = deletion_in_progress(store)
+    reason = inuse.REASON_DEFERRED if deferred else inuse.REASON_REFERENCED
+    return CONDITION_TRUE, reason, inuse.in_use_message(inuse.users_of(view), deferred)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,11 @@ import pytest
 
 from tests.admission_support.apiserver import accepted_answer, kubectl_denial_text
 from tests.admission_support.reviews import create, duplicate_spec, feedbackstore, review
-from webhook.admission import decide, decode_review, review_answer
+from webhook.admission import decide, decode_review, errored_answer, review_answer
 from webhook.admission.denial import MESSAGE_BUDGET
-from webhook.admission.warnings import MAX_WARNING_LENGTH, bounded
+from webhook.admission.warnings import bounded
 from webhook.rules import validate_feedbackstore
+from webhook.text import MAX_WARNING_LENGTH
 
 DUP = (
     'Duplicate value: "thumbs": human score names must be unique '
@@ -153,3 +154,11 @@ def test_warnings_of_a_maximal_store_stay_under_kube_apiservers_limits() -> None
 )  # fmt: skip
 def test_warnings_are_bounded(texts: list[str], expected: tuple[str, ...]) -> None:
     assert bounded(texts) == expected
+
+
+def test_a_review_the_webhook_failed_to_judge_is_refused_in_the_protocol_with_a_500() -> None:
+    sent = create(duplicate_spec())
+    body = orjson.dumps(errored_answer(decode_review(orjson.dumps(sent)), "boom"))
+    response = accepted_answer(sent, 200, body)
+    assert response["allowed"] is False
+    assert response["status"] == {"code": 500, "reason": "InternalError", "message": "boom"}

@@ -3,7 +3,7 @@
 from webhook.admission.decision import Decision, Why, decide
 from webhook.admission.decode import BadReviewError, BadReviewReason, decode_review
 from webhook.admission.envelope import AdmissionRequest, AdmissionReview
-from webhook.admission.response import review_answer, subject_name
+from webhook.admission.response import errored_answer, review_answer, subject_name
 
 __all__ = [
     "AdmissionRequest",
@@ -14,6 +14,7 @@ __all__ = [
     "Why",
     "decide",
     "decode_review",
+    "errored_answer",
     "review_answer",
     "subject_name",
 ]

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from webhook.admission.decision import DELETE, Decision, Why
-from webhook.admission.envelope import AdmissionRequest
+from webhook.admission.decision import Decision, Why
+from webhook.admission.envelope import DELETE, AdmissionRequest
 
 VERDICT: Final = "verdict"
 WHY: Final = "why"

@@ -19,7 +19,14 @@ from webhook import replies
 from webhook.admission.change_warnings import change_warnings
 from webhook.admission.decode import BadReviewError, BadReviewReason
 from webhook.admission.deletion import delete_notice
-from webhook.admission.envelope import AdmissionRequest, GroupVersionResource
+from webhook.admission.envelope import (
+    CONNECT,
+    CREATE,
+    DELETE,
+    UPDATE,
+    AdmissionRequest,
+    GroupVersionResource,
+)
 from webhook.admission.warnings import bounded
 from webhook.kube.objects import deletion_in_progress
 from webhook.rules import Verdict
@@ -27,11 +34,6 @@ from webhook.rules.field_errors import quote
 from webhook.rules.forms import INLINE, STORE, Form
 from webhook.rules.messages import more_problems
 from webhook.text import MAX_WARNING_LENGTH, cut
-
-CREATE: Final = "CREATE"
-UPDATE: Final = "UPDATE"
-DELETE: Final = "DELETE"
-CONNECT: Final = "CONNECT"
 
 # Problems repeated as warnings when an invalid spec is let through.
 _PROBLEMS_IN_WARNINGS: Final = 3
@@ -50,6 +52,11 @@ class Why(enum.StrEnum):
     UNKNOWN_OPERATION = "unknown_operation"
     SUBRESOURCE = "subresource"
     FOREIGN_RESOURCE = "foreign_resource"
+
+
+# The rules that let an UPDATE through whatever its declaration says (`_update_exemption`): an
+# invalid declaration passes with a warning, and is worth a log line.
+EXEMPTIONS: Final = frozenset({Why.UNCHANGED_SPEC, Why.TERMINATING})
 
 
 class Decision(NamedTuple):

@@ -20,13 +20,21 @@ ReviewKind = Literal["AdmissionReview"]
 API_VERSIONS: Final[tuple[str, ...]] = get_args(ApiVersion)
 REVIEW_KIND: Final[str] = get_args(ReviewKind)[0]
 
+# `request.operation`: the four kube-apiserver sends (admissionv1.Operation). A string, not an
+# enum, in the request: a newer server's fifth must still parse, and is answered as unknown.
+CREATE: Final = "CREATE"
+UPDATE: Final = "UPDATE"
+DELETE: Final = "DELETE"
+CONNECT: Final = "CONNECT"
+OPERATIONS: Final = (CREATE, UPDATE, DELETE, CONNECT)
+
 
 class _Envelope(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, frozen=True)
 
 
 # The request's small records (five a review) are TypedDicts, checked by the request's strict
-# config and read with `.get`: no model instance each (bench/README.md, "Issue 15: records").
+# config and read with `.get`: no model instance each (bench/admission/run.py).
 class GroupVersionKind(TypedDict, total=False):
     group: str
     version: str

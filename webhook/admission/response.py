@@ -7,7 +7,7 @@ It checks the answer before using it: same apiVersion and kind as it sent,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from webhook.admission.audit import audit_annotations
 from webhook.admission.decision import Decision
@@ -24,6 +24,23 @@ def review_answer(review: AdmissionReview, decision: Decision) -> dict[str, Any]
     if decision.warnings:
         response["warnings"] = list(decision.warnings)
     response["auditAnnotations"] = audit_annotations(request, decision)
+    return _review(review, response)
+
+
+# metav1.StatusReasonInternalError, with its code: the webhook's own fault.
+INTERNAL_ERROR_CODE: Final = 500
+INTERNAL_ERROR_REASON: Final = "InternalError"
+
+
+def errored_answer(review: AdmissionReview, message: str) -> dict[str, Any]:
+    """The answer to a review the webhook failed to judge, in the protocol (as controller-runtime's
+    `admission.Errored`): refused with a 500 Status, so kube-apiserver applies the registration's
+    failurePolicy to a fault of ours rather than reading it as the object's."""
+    status = {"code": INTERNAL_ERROR_CODE, "reason": INTERNAL_ERROR_REASON, "message": message}
+    return _review(review, {"uid": review.request.uid, "allowed": False, "status": status})
+
+
+def _review(review: AdmissionReview, response: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": review.api_version, "kind": REVIEW_KIND, "response": response}
 
 

@@ -9,6 +9,7 @@ import pathlib
 import sys
 from typing import Any
 
+from webhook.admission.envelope import CREATE
 from webhook.cli import EXIT_UNUSABLE, flags
 from webhook.rules import api
 from webhook.server.config import ServerConfig
@@ -26,7 +27,7 @@ _EXAMPLE_REVIEW = {
         "kind": {"group": api.GROUP, "version": api.VERSION, "kind": api.KIND},
         "resource": {"group": api.GROUP, "version": api.VERSION, "resource": api.PLURAL},
         **_EXAMPLE_STORE,
-        "operation": "CREATE",
+        "operation": CREATE,
         "userInfo": {"username": "dev"},
         "object": {
             "apiVersion": api.API_VERSION,

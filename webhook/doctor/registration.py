@@ -1,4 +1,4 @@
-"""The ValidatingWebhookConfiguration: present, and set up as SPEC §6 ships it. Only entries that
+"""The ValidatingWebhookConfiguration: present, and set up as manifests/ ships it. Only entries that
 validate CREATE or UPDATE of FeedbackStores are held to it, the worst reported: a DELETE-only entry
 (in-use warnings) may rightly fail open."""
 
@@ -8,6 +8,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from webhook.admission.envelope import CREATE, UPDATE
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
 from webhook.kube.objects import metadata_of
@@ -107,7 +108,7 @@ def _writes_feedbackstores(rule: dict[str, Any]) -> bool:
         and _covers(rule.get("apiVersions"), api.VERSION)
         and isinstance(resources, list)
         and any(r in (api.PLURAL, "*", "*/*") for r in resources)
-        and (_covers(operations, "CREATE") or _covers(operations, "UPDATE"))
+        and (_covers(operations, CREATE) or _covers(operations, UPDATE))
     )
 
 

@@ -11,7 +11,8 @@ answer with, gets a JSON Status 500.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable
+from typing import Any, Final
 
 import orjson
 from aiohttp import web
@@ -25,42 +26,40 @@ from webhook.admission import (
     Why,
     decide,
     decode_review,
+    errored_answer,
     review_answer,
     subject_name,
 )
 from webhook.admission.audit import ALLOWED, DENIED
-from webhook.admission.envelope import REVIEW_KIND
+from webhook.admission.decision import EXEMPTIONS
 from webhook.observability.logs import logger
 from webhook.server.memory import Trimmer
 from webhook.server.refusal import refusal, refuse
 from webhook.server.webhook_metrics import ERROR, WebhookMetrics
 
-if TYPE_CHECKING:
-    from webhook.server.app import Lifecycle
-
 _log = logger("admission")
 JSON: Final = "application/json"
 # Allowed requests worth a log line: the webhook configuration or the object needs a look.
 _NOTEWORTHY: Final = frozenset({Why.FOREIGN_RESOURCE, Why.UNKNOWN_OPERATION})
-_EXEMPT: Final = frozenset({Why.UNCHANGED_SPEC, Why.TERMINATING})
-_LOGGED_WHEN_ALLOWED: Final = _NOTEWORTHY | _EXEMPT
+_LOGGED_WHEN_ALLOWED: Final = _NOTEWORTHY | EXEMPTIONS
 
 
 class AdmissionEndpoint:
     """The /validate handler with its limits and metrics bound once, not looked up per request.
 
-    Requests in flight and latency are measured around `handle` (`metrics.measured`).
+    Requests in flight and latency are measured around `handle` (`metrics.measured`);
+    `draining` says whether the server is shutting down (the one thing it needs of the app).
     """
 
     def __init__(
         self,
         metrics: WebhookMetrics,
-        lifecycle: Lifecycle,
+        draining: Callable[[], bool],
         max_body_bytes: int,
         body_timeout: float,
     ) -> None:
         self._metrics = metrics
-        self._lifecycle = lifecycle
+        self._draining = draining
         self._max_body_bytes = max_body_bytes
         self._body_timeout = body_timeout
         self._trimmer = Trimmer()
@@ -74,14 +73,14 @@ class AdmissionEndpoint:
                 "internal error", exc_info=error, extra={"fields": {"remote": request.remote}}
             )
             response = refusal(500, replies.internal_error(error))
-        if self._lifecycle.shutting_down:
+        if self._draining():
             # kube-apiserver keeps its connections to a pod alive through the Service's
             # ClusterIP after the pod has left the endpoints; closed only at exit, one it
             # is reusing then fails the call ("write: broken pipe", seen on a real node in
             # `kubectl rollout restart` under load). So while draining, each connection
             # is closed after its answer and the next call opens one to a pod that stays.
             # Here, not in a middleware: aiohttp's middleware chain costs every review
-            # (bench/README.md, "Issue 15: after the merges").
+            # (bench/admission/run.py).
             response.force_close()
         return response
 
@@ -102,7 +101,7 @@ class AdmissionEndpoint:
         if not content.is_eof():
             return await self._answer_when_read(request)
         # The body already buffered (the common case) is taken as it is, without a timer,
-        # coroutine or copy (bench/README.md, "Issue 15: uvloop and the buffered body").
+        # coroutine or copy (bench/admission/run.py).
         body = content.read_nowait()
         if len(body) > self._max_body_bytes:
             return self._too_large(request)
@@ -151,9 +150,7 @@ class AdmissionEndpoint:
         fields = {"uid": request.uid, "operation": request.operation,
                   "namespace": request.namespace, "name": request.name}  # fmt: skip
         _log.error("internal error", exc_info=error, extra={"fields": fields})
-        status = {"code": 500, "reason": "InternalError", "message": replies.internal_error(error)}
-        response = {"uid": request.uid, "allowed": False, "status": status}
-        answer = {"apiVersion": review.api_version, "kind": REVIEW_KIND, "response": response}
+        answer = errored_answer(review, replies.internal_error(error))
         return web.Response(body=orjson.dumps(answer), content_type=JSON)
 
     def _too_large(self, request: web.Request) -> web.Response:
@@ -178,7 +175,7 @@ def _record(request: AdmissionRequest, decision: Decision) -> None:
         fields["problems"] = verdict.problem_count
     if not decision.allowed:
         _log.info("denied", extra={"fields": fields})
-    elif decision.why in _EXEMPT:
+    elif decision.why in EXEMPTIONS:
         if verdict is not None and not verdict.valid:
             _log.info("allowed despite an invalid spec", extra={"fields": fields})
     elif decision.why in _NOTEWORTHY:

@@ -54,7 +54,9 @@ def build_app(config: ServerConfig) -> web.Application:
     app[CERTIFICATE] = certificate
     app[LIFECYCLE] = lifecycle = Lifecycle()
     app.cleanup_ctx.append(_watch_certificate)
-    endpoint = AdmissionEndpoint(metrics, lifecycle, config.max_body_bytes, config.body_timeout)
+    endpoint = AdmissionEndpoint(
+        metrics, lambda: lifecycle.shutting_down, config.max_body_bytes, config.body_timeout
+    )
     app.router.add_route("*", "/validate", measured(metrics, endpoint.handle))
     _add_probe_routes(app)
     return app

@@ -13,6 +13,7 @@ from typing import Final
 import orjson
 from aiohttp import web
 
+from webhook.admission.response import INTERNAL_ERROR_CODE, INTERNAL_ERROR_REASON
 from webhook.observability.logs import logger
 from webhook.server.webhook_metrics import WebhookMetrics
 
@@ -27,7 +28,7 @@ _REASONS: Final = {
     413: "RequestEntityTooLarge",
     415: "UnsupportedMediaType",
     431: "RequestHeaderFieldsTooLarge",
-    500: "InternalError",
+    INTERNAL_ERROR_CODE: INTERNAL_ERROR_REASON,
 }
 
 

@@ -16,13 +16,14 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
 from webhook.admission.audit import ALLOWED, DENIED
+from webhook.admission.envelope import OPERATIONS
 from webhook.observability.metrics_registry import CONTENT_TYPE, MetricsRegistry
 
 __all__ = ["CONTENT_TYPE", "ERROR", "WebhookMetrics", "measured"]
 
 PREFIX: Final = "feedbackstore_webhook"
 # An operation label outside kube-apiserver's four is client data: fold it.
-_OPERATION_LABELS: Final = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+_OPERATION_LABELS: Final = frozenset(OPERATIONS)
 _OTHER: Final = "OTHER"
 # The verdict of a review the webhook could not judge (its own fault, answered 500).
 ERROR: Final = "error"

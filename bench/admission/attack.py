@@ -1,10 +1,13 @@
 """Hostile reviews against `serve` (issue 27): their time, others' latency meanwhile, memory.
 
 For each hostile AdmissionReview, the largest the server decodes (within the body limit,
-`--max-body-bytes`, and the bound on JSON values), and one refused before decoding:
+`--max-body-bytes`, and the bound on JSON values; "both bounds": as many distinct strings as
+the bound on values allows, each as long as fills the body), and one refused before decoding:
 - **answer**: the time from sending it to reading the answer, on a kept-alive
   connection (median of `--repeat`), beside **parse**, what `orjson.loads` alone
-  takes on the same body in this process (the goal: answer <= 100 ms + parse);
+  takes on the same body in this process (the goal: answer <= 100 ms + parse), and
+  **decode + verdict**, the server's work on it (decode_review, then decide) in this
+  process, best of 3;
 - **others p99**: while one client sends the hostile review back to back for
   `--duration` seconds, four others send the small valid review of
   bench/admission/payloads.py; the p99 of their latencies (goal: <= 1 s);
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import functools
 import itertools
 import json
 import os
@@ -43,11 +48,36 @@ sys.path.insert(0, str(HERE))
 import payloads as payload_files  # noqa: E402
 import run as load_bench  # noqa: E402
 
-from webhook.admission.decode import MAX_JSON_VALUES, json_values  # noqa: E402
+from webhook.admission import decide  # noqa: E402
+from webhook.admission.decode import (  # noqa: E402
+    MAX_JSON_VALUES,
+    BadReviewError,
+    decode_review,
+    json_values,
+)
 from webhook.cli.flags import default_of  # noqa: E402
 from webhook.server.config import ServerConfig  # noqa: E402
 
 Spec = dict[str, Any]
+
+
+def largest(fits: Callable[[int], bool], low: int = 1) -> int:
+    """The largest n >= `low` with fits(n), for a `fits` true at `low` and monotone."""
+    high = max(2 * low, 1)
+    while fits(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def within(body: bytes, limit: int) -> bool:
+    return len(body) <= limit and json_values(body) <= MAX_JSON_VALUES
+
+
+def as_review(spec: Spec) -> bytes:
+    return orjson.dumps(payload_files.review(payload_files.store(spec, "hostile", applied=False)))
 
 
 def fill(make: Callable[[int], Spec], limit: int, *, padded: bool = False) -> bytes:
@@ -61,17 +91,20 @@ def fill(make: Callable[[int], Spec], limit: int, *, padded: bool = False) -> by
             obj["metadata"]["annotations"] = {"padding": "x" * count}
         return orjson.dumps(payload_files.review(obj))
 
-    def fits(count: int) -> bool:
-        made = body(count)
-        return len(made) <= limit and (padded or json_values(made) <= MAX_JSON_VALUES)
+    return body(largest(lambda count: within(body(count), limit)))
 
-    low, high = 1, 2
-    while fits(high):
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
-    return body(low)
+
+def fill_both(make: Callable[[list[str]], Spec], limit: int) -> bytes:
+    """The largest review of `make(strings)` in both bounds at once: as many distinct strings
+    as MAX_JSON_VALUES allows, then each lengthened until the body reaches `limit`."""
+
+    def strings(count: int, extra: int) -> list[str]:
+        each, longer = divmod(extra, count)  # hex digits, then x: all distinct
+        return [f"{i:x}" + "x" * (each + (i < longer)) for i in range(count)]
+
+    count = largest(lambda n: within(as_review(make(strings(n, 0))), limit))
+    extra = largest(lambda e: within(as_review(make(strings(count, e))), limit), low=0)
+    return as_review(make(strings(count, extra)))
 
 
 def worst_within_limits(_: int) -> Spec:
@@ -92,6 +125,25 @@ HOSTILE: dict[str, Callable[[int], Spec]] = {
     },
     "floats": lambda n: {"human": {"scores": [{"name": "a", "categories": [0.5] * n}]}},
 }
+
+# The largest reviews within both bounds: about MAX_JSON_VALUES values and the whole body.
+BOTH_BOUNDS: dict[str, Callable[[list[str]], Spec]] = {
+    "both bounds: distinct categories": lambda strings: {
+        "human": {"scores": [{"name": "a", "categories": strings}]}
+    },
+    "both bounds: distinct unknown keys": lambda strings: dict.fromkeys(strings, 0),
+}
+
+
+def hostile_bodies(limit: int) -> dict[str, bytes]:
+    """Every hostile review, by name: the largest of each kind the server decodes, then one
+    it refuses before decoding (over the bound on values, within the body limit)."""
+    bodies = {"worst within the limits": fill(worst_within_limits, limit, padded=True)}
+    bodies.update({name: fill(make, limit) for name, make in HOSTILE.items()})
+    bodies.update({name: fill_both(make, limit) for name, make in BOTH_BOUNDS.items()})
+    flood = b'{"request":{"object":{"spec":{"external":[' + b"{}," * (limit // 3 - 20) + b"{}]}}}}"
+    bodies["refused: too many values, [{}, ...]"] = flood
+    return bodies
 
 
 _NO_TRIM = """\
@@ -179,13 +231,19 @@ async def idle(port: int, context: ssl.SSLContext, count: int, pid: int) -> tupl
     return held, rss(pid)
 
 
-def parse_time(body: bytes) -> float:
+def best_time(run: Callable[[], object]) -> float:
     times = []
     for _ in range(3):
         started = time.perf_counter()
-        orjson.loads(body)
+        with contextlib.suppress(BadReviewError):
+            run()
         times.append(time.perf_counter() - started)
     return min(times)
+
+
+def judge(body: bytes) -> object:
+    """What the server does with a body, in this process: decode it, then decide."""
+    return decide(decode_review(body).request)
 
 
 async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
@@ -194,10 +252,7 @@ async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
         if flag == "--max-body-bytes":
             limit = int(value)
     ordinary = payload_files.payloads()["small-valid"]
-    bodies = {"worst within the limits": fill(worst_within_limits, limit, padded=True)}
-    bodies.update({name: fill(make, limit) for name, make in HOSTILE.items()})
-    flood = b'{"request":{"object":{"spec":{"external":[' + b"{}," * (limit // 3 - 20) + b"{}]}}}}"
-    bodies["refused: the body limit of [{}, ...]"] = flood
+    bodies = hostile_bodies(limit)
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -212,10 +267,10 @@ async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
             os.sched_setaffinity(0, {int(load_bench.LOAD_CPU)})
             print(f"body limit {limit} bytes; server {pid} RSS at start {rss(pid):.1f} MiB")
             print(
-                "| review | body | status | answer | parse | others p99 (n) | peak RSS "
-                "| RSS after |"
+                "| review | body | values | status | answer | parse | decode + verdict "
+                "| others p99 (n) | peak RSS | RSS after |"
             )
-            print("|---|---|---|---|---|---|---|---|")
+            print("|---|---|---|---|---|---|---|---|---|---|")
             for name, body in bodies.items():
                 reset_peak(pid)
                 answer, status = await timed(port, context, body, args.repeat)
@@ -223,8 +278,10 @@ async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
                 peak = rss(pid, "VmHWM")
                 await asyncio.sleep(2)
                 p99 = statistics.quantiles(latencies, n=100)[98] if len(latencies) > 1 else 0.0
-                print(f"| {name} | {len(body) / 2**20:.2f} MiB | {status} | {answer * 1000:.0f} ms "
-                      f"| {parse_time(body) * 1000:.0f} ms "
+                parse = best_time(functools.partial(orjson.loads, body))
+                judged = best_time(functools.partial(judge, body))
+                print(f"| {name} | {len(body) / 2**20:.2f} MiB | {json_values(body):,} | {status} "
+                      f"| {answer * 1000:.0f} ms | {parse * 1000:.0f} ms | {judged * 1000:.0f} ms "
                       f"| {p99 * 1000:.0f} ms ({len(latencies)}) "
                       f"| {peak:.1f} MiB | {rss(pid):.1f} MiB |")  # fmt: skip
             held, after = await idle(port, context, args.idle, pid)

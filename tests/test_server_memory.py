@@ -56,6 +56,18 @@ async def test_a_large_review_after_a_trim_gets_its_own() -> None:
     assert trim.calls == 2
 
 
+async def test_a_large_review_while_a_trim_is_pending_moves_it_to_after_itself() -> None:
+    trim = Counted()
+    trimmer = Trimmer(trim)
+    trimmer.after(TRIM_AFTER_BYTES)
+    await asyncio.sleep(WAIT_SECONDS / 2)
+    trimmer.after(TRIM_AFTER_BYTES)
+    await asyncio.sleep(WAIT_SECONDS / 2)
+    assert trim.calls == 0, "not while the second review's objects may still be alive"
+    await asyncio.sleep(WAIT_SECONDS)
+    assert trim.calls == 1
+
+
 def test_the_densest_flood_the_bound_on_values_lets_through_is_trimmed_after() -> None:
     # `[{},{},...]`: two values per three bytes, the fewest bytes for the most decoded
     # objects; the bound on values admits it, so it must be large enough to trim after.

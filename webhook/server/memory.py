@@ -37,19 +37,24 @@ def _malloc_trim() -> Callable[[], None] | None:
 
 
 class Trimmer:
-    """Trims once after one or more large reviews (at most one trim pending)."""
+    """Trims once, shortly after the last of one or more large reviews.
+
+    Each large review moves the pending trim to after itself: a trim due while the
+    next large review is already read would leave that one's objects resident.
+    """
 
     def __init__(self, trim: Callable[[], None] | None = None) -> None:
         self._trim = trim or _malloc_trim()
-        self._pending = False
+        self._pending: asyncio.TimerHandle | None = None
 
     def after(self, body_bytes: int) -> None:
-        if body_bytes < TRIM_AFTER_BYTES or self._pending or self._trim is None:
+        if body_bytes < TRIM_AFTER_BYTES or self._trim is None:
             return
-        self._pending = True
-        asyncio.get_running_loop().call_later(_DELAY_SECONDS, self._run)
+        if self._pending is not None:
+            self._pending.cancel()
+        self._pending = asyncio.get_running_loop().call_later(_DELAY_SECONDS, self._run)
 
     def _run(self) -> None:
-        self._pending = False
+        self._pending = None
         if self._trim is not None:
             self._trim()

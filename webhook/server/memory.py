@@ -4,10 +4,10 @@ A large review is decoded into tens of MiB of Python objects. When they are
 freed, glibc keeps the pages of its heap for reuse, so the pod's resident
 memory would stay at the peak of its largest review. `malloc_trim(0)` returns
 the free pages; it costs a few milliseconds, so it runs once, shortly after a
-large review is answered, not after every review. Measured A/B (trimming vs
-not, two servers in one run, bench/admission/trim_ab.py): after bursts of
-hostile reviews RSS ends ~20 MiB lower with it (bench/README.md, "Hostile
-reviews").
+large review is answered, not after every review. Kept because it was shown
+to matter: trimming vs not, two servers in one run (bench/admission/trim_ab.py),
+after bursts of hostile reviews RSS settles about a quarter lower with it
+(bench/README.md, "Hostile reviews").
 """
 
 from __future__ import annotations

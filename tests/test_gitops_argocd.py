@@ -2,7 +2,7 @@
 
 Argo CD's own test of a resource customization, run by tests/gitops's gitops-health as
 Argo CD's TestLuaHealthScript does: each health_test.yaml case, its testdata object (read
-from the real kube-apiserver, README "GitOps health"), the
+from the real kube-apiserver: tests/kube/test_gitops_health_real.py keeps them so), the
 script's {status, message} compared whole. Then the script's other branches on objects
 made here, and the README's argocd-cm snippet, which must be the script itself.
 """

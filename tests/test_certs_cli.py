@@ -313,8 +313,9 @@ def test_an_out_dir_that_cannot_be_created_exits_2_naming_it(tmp_path: pathlib.P
 
 
 def test_the_cli_defaults_are_the_names_the_manifests_and_dev_certificates_use() -> None:
-    from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE
     from webhook.cli.main import build_parser
+    from webhook.install import NAMESPACE as DEFAULT_NAMESPACE
+    from webhook.install import SERVICE as DEFAULT_SERVICE
 
     args = build_parser().parse_args(["certs"])
     assert (args.namespace, args.service) == (DEFAULT_NAMESPACE, DEFAULT_SERVICE)

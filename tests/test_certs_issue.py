@@ -20,11 +20,13 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
 
-from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE, KeyType
+from webhook.certs.defaults import KeyType
 from webhook.certs.dev import dev_hosts, ensure_dev_certificates
 from webhook.certs.files import ServingFiles
 from webhook.certs.issue import issue_bundle, service_hosts
 from webhook.certs.renewal import ensure_certificates
+from webhook.install import NAMESPACE as DEFAULT_NAMESPACE
+from webhook.install import SERVICE as DEFAULT_SERVICE
 
 SERVICE_HOSTS = service_hosts("feedbackstore-webhook", "feedbackstore-system")
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)

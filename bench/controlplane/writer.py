@@ -72,8 +72,9 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane, binaries, running
 from tests.status_support import mirrors_verdict
+from webhook.install import FIELD_MANAGER
 from webhook.kube.timestamps import utc_now
-from webhook.status.kubeapi import APPLY_PATCH, FIELD_MANAGER
+from webhook.status.kubeapi import APPLY_PATCH
 from webhook.status.validated import apply_configuration, plan_status
 
 NAMESPACES = [f"team-{i:02d}" for i in range(20)]

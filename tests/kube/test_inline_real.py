@@ -64,7 +64,7 @@ from tests.test_crd_schema import PER_FIELD_CASES
 from tests.test_rules_verdict import CASES
 from webhook.admission.denial import invalid_status
 from webhook.admission.warnings import bounded
-from webhook.certs.overlay import AGENT_WEBHOOK_NAME
+from webhook.install import AGENT_ENTRY as AGENT_WEBHOOK_NAME
 from webhook.rules.forms import INLINE
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]

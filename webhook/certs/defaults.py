@@ -6,12 +6,7 @@ from __future__ import annotations
 import enum
 from typing import Final
 
-# The shipped install: the Service the serving certificate is named for, the Secret holding it
-# and the webhook configuration that trusts its CA.
-DEFAULT_NAMESPACE: Final = "feedbackstore-system"
-DEFAULT_SERVICE: Final = "feedbackstore-webhook"
-SECRET_NAME: Final = "feedbackstore-webhook-tls"  # noqa: S105 (a name, not a password)
-WEBHOOK_CONFIGURATION: Final = "feedbackstore-webhook"
+# The Service, Secret and webhook configuration they are for are the install's (`install`).
 CA_DAYS: Final = 3650
 SERVING_DAYS: Final = 365
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pathlib
 from collections.abc import Sequence
 
-from webhook.certs.defaults import DEFAULT_NAMESPACE, DEFAULT_SERVICE
+from webhook import install
 from webhook.certs.files import ServingFiles
 from webhook.certs.issue import service_hosts
 from webhook.certs.renewal import ensure_certificates
 
 
 def dev_hosts() -> tuple[str, ...]:
-    return ("localhost", "127.0.0.1", "::1", *service_hosts(DEFAULT_SERVICE, DEFAULT_NAMESPACE))
+    return ("localhost", "127.0.0.1", "::1", *service_hosts(install.SERVICE, install.NAMESPACE))
 
 
 def ensure_dev_certificates(

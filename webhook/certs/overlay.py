@@ -7,15 +7,10 @@ from __future__ import annotations
 import base64
 import pathlib
 
-from webhook.certs.defaults import SECRET_NAME, WEBHOOK_CONFIGURATION
+from webhook import install
 from webhook.certs.files import PRIVATE_MODE, PUBLIC_MODE, ServingFiles, write_atomically
 from webhook.manifests.render import render_yaml
 
-WEBHOOK_NAME = "validate.feedbackstores.agents.ctxmesh.ai"
-# The DELETE-only entry that warns when agents still use a store (SPEC §7).
-DELETE_WEBHOOK_NAME = "warn-delete.feedbackstores.agents.ctxmesh.ai"
-# The entry judging the inline form, AgentDeployment.spec.feedback (SPEC §8).
-AGENT_WEBHOOK_NAME = "validate.agentdeployments.agents.ctxmesh.ai"
 SECRET_FILE = "secret.yaml"  # noqa: S105 (a file name)
 PATCH_FILE = "cabundle-patch.yaml"
 _HEADER = "Written by `feedbackstore-webhook certs`; rerun it rather than editing this file."
@@ -28,13 +23,9 @@ def write_overlay(out_dir: pathlib.Path, files: ServingFiles, namespace: str, ba
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {
-            "name": SECRET_NAME,
+            "name": install.SECRET,
             "namespace": namespace,
-            "labels": {
-                "app.kubernetes.io/name": "feedbackstore-webhook",
-                "app.kubernetes.io/component": "webhook",
-                "app.kubernetes.io/part-of": "feedbackstore-webhook",
-            },
+            "labels": install.WEBHOOK.labels,
         },
         "type": "kubernetes.io/tls",  # with ca.crt, as cert-manager writes it
         "data": {
@@ -47,10 +38,9 @@ def write_overlay(out_dir: pathlib.Path, files: ServingFiles, namespace: str, ba
     patch = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": WEBHOOK_CONFIGURATION},
+        "metadata": {"name": install.WEBHOOK_CONFIGURATION},
         "webhooks": [
-            {"name": name, "clientConfig": {"caBundle": ca_cert}}
-            for name in (WEBHOOK_NAME, DELETE_WEBHOOK_NAME, AGENT_WEBHOOK_NAME)
+            {"name": name, "clientConfig": {"caBundle": ca_cert}} for name in install.ENTRIES
         ],
     }
     kustomization = {

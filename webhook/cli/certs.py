@@ -10,14 +10,8 @@ import pathlib
 import sys
 from typing import Any
 
-from webhook.certs.defaults import (
-    CA_DAYS,
-    DEFAULT_KEY_TYPE,
-    DEFAULT_NAMESPACE,
-    DEFAULT_SERVICE,
-    SERVING_DAYS,
-    KeyType,
-)
+from webhook import install
+from webhook.certs.defaults import CA_DAYS, DEFAULT_KEY_TYPE, SERVING_DAYS, KeyType
 from webhook.cli import EXIT_OK, EXIT_UNUSABLE
 
 
@@ -32,8 +26,8 @@ def register(subparsers: Any) -> None:
             "installs everything. Existing files are kept while they still fit."
         ),
     )
-    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="the webhook's namespace")
-    parser.add_argument("--service", default=DEFAULT_SERVICE, help="the webhook's Service name")
+    parser.add_argument("--namespace", default=install.NAMESPACE, help="the webhook's namespace")
+    parser.add_argument("--service", default=install.SERVICE, help="the webhook's Service name")
     parser.add_argument(
         "--host",
         action="append",
@@ -99,10 +93,10 @@ def run(args: argparse.Namespace) -> int:
         write_overlay(out_dir, files, args.namespace, _base_reference(args.base, out_dir))
         print(f"{outcome}: {files.cert} for {', '.join(hosts)} ({key_type.value})")
         print(f"CA: {files.ca_cert} (its key {files.ca_key} stays here; keep it out of git)")
-        if (args.namespace, args.service) != (DEFAULT_NAMESPACE, DEFAULT_SERVICE):
+        if (args.namespace, args.service) != (install.NAMESPACE, install.SERVICE):
             print(
                 "note: the base manifests install into "
-                f"{DEFAULT_NAMESPACE}/{DEFAULT_SERVICE}; write an overlay that moves them too",
+                f"{install.NAMESPACE}/{install.SERVICE}; write an overlay that moves them too",
                 file=sys.stderr,
             )
         print(f"next: kubectl apply -k {out_dir}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Final
 
+from webhook import install
 from webhook.admission.warnings import bounded
 from webhook.doctor import certificates, registration
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
@@ -167,7 +168,7 @@ def check_endpoints(
     return fail(
         ENDPOINTS,
         f"Service {service_ref} has no ready endpoints ({not_ready} not ready: {pods}){suffix}",
-        f"kubectl -n {namespace} get pods -l app.kubernetes.io/component=webhook; "
+        f"kubectl -n {namespace} get pods -l {install.WEBHOOK.selector}; "
         "kubectl describe the pods (a missing Secret keeps them ContainerCreating)",
     )
 
@@ -224,7 +225,7 @@ def _not_called_fix(namespace: str, selected: bool | None) -> str:
 _CALL_FIX = (
     "kube-apiserver's own words: an x509 error points at the certificate checks above, "
     "'connection refused', 'no endpoints' or a timeout at the webhook pods and the network "
-    "from the control plane to them (TCP 8443)"
+    f"from the control plane to them (TCP {install.PORT})"
 )
 _NAMESPACE_FIX = "pass --probe-namespace NS, an existing namespace the webhook matches"
 _LOGS = "check kube-apiserver's health and logs, and that you may create feedbackstores there"
@@ -235,8 +236,8 @@ def check_lease(lease: Fetched, lease_ref: str, now: dt.datetime) -> CheckResult
     duration (the test a standby makes before it takes over)."""
     namespace = lease_ref.partition("/")[0]
     look = (
-        f"kubectl -n {namespace} get pods -l app.kubernetes.io/component=status-writer; "
-        f"kubectl -n {namespace} logs deploy/feedbackstore-status-writer"
+        f"kubectl -n {namespace} get pods -l {install.STATUS_WRITER.selector}; "
+        f"kubectl -n {namespace} logs deploy/{install.STATUS_WRITER.name}"
     )
     if isinstance(lease, Unreadable):
         return refused(LEASE, f"read Lease {lease_ref}", lease, "get on leases")

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from webhook.certs import defaults
-from webhook.status.writer_settings import LEASE_NAME
+from webhook import install
 
 # Kubernetes' canonical label on every namespace, and where the cluster's own system lives.
 NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
@@ -26,11 +25,11 @@ FetchedList = list[dict[str, Any]] | Unreadable | None
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    namespace: str = defaults.DEFAULT_NAMESPACE
-    webhook_configuration: str = defaults.WEBHOOK_CONFIGURATION
-    service: str = defaults.DEFAULT_SERVICE
-    secret: str = defaults.SECRET_NAME
-    lease: str = LEASE_NAME
+    namespace: str = install.NAMESPACE
+    webhook_configuration: str = install.WEBHOOK_CONFIGURATION
+    service: str = install.SERVICE
+    secret: str = install.SECRET
+    lease: str = install.LEASE
     probe_namespace: str = "default"
     store_namespace: str | None = None
 

@@ -9,11 +9,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Final
 
+from webhook import install
 from webhook.doctor.result import CheckResult, fail, ok, refused, skip, warn
 from webhook.doctor.snapshot import FetchedList, Unreadable
+from webhook.install import FIELD_MANAGER
 from webhook.kube.objects import CONDITION_FALSE, deletion_in_progress, has_finalizer, metadata_of
 from webhook.rules import api, inuse
-from webhook.status.kubeapi import FIELD_MANAGER
 from webhook.status.usage import current_in_use
 from webhook.status.validated import current_condition, observed_generation, validated_writers
 from webhook.text import counted, named
@@ -45,7 +46,7 @@ def check_stores(stores: FetchedList, scope: str, namespace: str) -> CheckResult
             NAME,
             f"{total}: {'; '.join(parts)}",
             "the status writer is not keeping up: see the Lease check, and its logs "
-            f"(kubectl -n {namespace} logs deploy/feedbackstore-status-writer)",
+            f"(kubectl -n {namespace} logs deploy/{install.STATUS_WRITER.name})",
         )
     if invalid:
         return warn(

@@ -5,13 +5,15 @@ from __future__ import annotations
 import pathlib
 from dataclasses import dataclass
 
+from webhook import install
+
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
     cert_file: pathlib.Path
     key_file: pathlib.Path
     host: str | None = None
-    port: int = 8443
+    port: int = install.PORT
     # The largest review a write that can succeed produces: an UPDATE carries the stored
     # object and the new one, each at most etcd's 1.5 MiB as kube-apiserver encodes it,
     # plus the envelope; measured at 3,130,352 bytes on the real server

@@ -13,6 +13,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from webhook import __version__
+from webhook.install import FIELD_MANAGER
 from webhook.kube.cache import Key, ObjectCache
 from webhook.kube.client import LeaseApi
 from webhook.kube.informer import Informer
@@ -24,7 +25,7 @@ from webhook.observability.logs import logger
 from webhook.rules import api
 from webhook.status.agents import AgentView
 from webhook.status.events import EventRecorder
-from webhook.status.kubeapi import FIELD_MANAGER, FeedbackStoreApi
+from webhook.status.kubeapi import FeedbackStoreApi
 from webhook.status.writer import StatusWriter
 from webhook.status.writer_metrics import WriterMetrics
 from webhook.status.writer_settings import WriterSettings

@@ -15,13 +15,13 @@ from typing import Any, Final
 
 from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event
 
+from webhook.install import FIELD_MANAGER
 from webhook.kube.client import REQUEST_TIMEOUT, error_text, read_json
 from webhook.kube.objects import CONDITION_FALSE, CONDITION_TRUE
 from webhook.kube.ratelimit import TokenBucket
 from webhook.observability.logs import logger
 from webhook.rules import Verdict, api, messages
 from webhook.rules.summary import summarize
-from webhook.status.kubeapi import FIELD_MANAGER
 from webhook.status.writer_metrics import WriterMetrics
 
 log = logger("status.events")

@@ -9,10 +9,10 @@ from typing import Any, Final
 
 from kubernetes.client import ApiClient
 
+from webhook.install import FIELD_MANAGER
 from webhook.kube.client import REQUEST_TIMEOUT, CollectionApi, read_object
 from webhook.rules import api
 
-FIELD_MANAGER: Final = "feedbackstore-status-writer"
 APPLY_PATCH: Final = "application/apply-patch+yaml"
 
 

@@ -2,7 +2,7 @@
 purely: an object already holding them costs no request; hostile `status` shapes read as none yet.
 
 `Stalled` is ours alone and always says the whole verdict. `Validated` is vocabulary we share
-with the platform's operator (SPEC §9), which writes it too, with its first problem only: we
+with the platform's operator, which writes it too, with its first problem only: we
 write it while no other field manager owns any part of it, and once one does we yield it, so two
 controllers never rewrite each other's message for ever. Yielding is not leaving it out of our
 apply: kube-apiserver then removes the whole condition, the other manager's fields with it
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from webhook.install import FIELD_MANAGER
 from webhook.kube.managed_fields import APPLY, Owner, condition_owners
 from webhook.kube.objects import (
     CONDITION_FALSE,
@@ -28,7 +29,6 @@ from webhook.kube.objects import (
 )
 from webhook.rules import Verdict, api, messages, validate_feedbackstore
 from webhook.rules.summary import summarize
-from webhook.status.kubeapi import FIELD_MANAGER
 
 MAX_CONDITION_MESSAGE: Final = 32768  # metav1.Condition's cap
 

@@ -11,11 +11,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
+from webhook import install
 from webhook.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS
 from webhook.kube.settings import RETRY_CAP, RETRY_INITIAL, ElectionSettings, InformerSettings
-
-# The shipped Role names this Lease.
-LEASE_NAME: Final = "feedbackstore-status-writer"
 
 
 def holder_identity(environ: dict[str, str] | None = None) -> str:
@@ -31,11 +29,11 @@ _INFORMER: Final = InformerSettings()
 
 @dataclass(slots=True)
 class WriterSettings:
-    # In-use protection (SPEC §7): how often to look for the AgentDeployment CRD while absent.
+    # In-use protection: how often to look for the AgentDeployment CRD while it is absent.
     agent_recheck_seconds: float = 30.0
     namespace: str | None = None
     lease_namespace: str = "default"
-    lease_name: str = LEASE_NAME
+    lease_name: str = install.LEASE
     identity: str = field(default_factory=holder_identity)
     resync_seconds: float = 300.0
     workers: int = 4
@@ -51,7 +49,7 @@ class WriterSettings:
     burst: int = DEFAULT_BURST
     # /healthz, /readyz and /metrics (port 0: any); probes come from outside the pod.
     metrics_host: str = "0.0.0.0"  # noqa: S104
-    metrics_port: int = 8080
+    metrics_port: int = install.METRICS_PORT
     log_level: str = "info"
 
     def election(self) -> ElectionSettings:

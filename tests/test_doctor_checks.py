@@ -30,6 +30,7 @@ from webhook.doctor.checks import (
     service_ref,
 )
 from webhook.doctor.cluster import _warnings
+from webhook.doctor.inline import check_inline
 from webhook.doctor.registration import selects
 from webhook.doctor.result import (
     CheckResult,
@@ -845,6 +846,7 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
         lease=lease(),
         stores=[store("a", 1, validated())],
         probe=ProbeOutcome(201, (WEBHOOK_WARNING,)),
+        agents=[inline_agent("a", VALID_INLINE)],
     )
     results = run_checks(snapshot, TARGET, NOW)
     assert [(r.name, r.level) for r in results] == [
@@ -853,7 +855,7 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
                      "timeoutSeconds", "admissionReviewVersions", "namespaceSelector",
                      "ca-bundle", "certificate-names", "certificate-expiry", "service-endpoints",
                      "webhook-answers", "status-writer-lease", "store-conditions",
-                     "validated-writers", "held-deletions")
+                     "validated-writers", "held-deletions", "inline-declarations")
     ]  # fmt: skip
 
 
@@ -937,3 +939,44 @@ def test_held_deletions_are_judged_with_the_lease_check_s_answer() -> None:
 
 def test_unlisted_stores_skip_the_held_check() -> None:
     assert check_held(Unreadable("forbidden"), writer_leads=True).level is Level.SKIP
+
+
+# -- inline-declarations: AgentDeployments whose spec.feedback is invalid -----
+
+VALID_INLINE = {"human": {"scores": [{"name": "thumbs"}]}}
+DUPLICATE_INLINE = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
+
+
+def inline_agent(name: str, feedback: object = None, **spec: object) -> dict[str, Any]:
+    body = {**spec, **({"feedback": feedback} if feedback is not None else {})}
+    return {"apiVersion": "agents.ctxmesh.ai/v1beta1", "kind": "AgentDeployment",
+            "metadata": {"name": name, "namespace": "ns"}, "spec": body}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("agents", "level", "detail"),
+    [
+        pytest.param([inline_agent("a", VALID_INLINE), inline_agent("b", feedbackStoreRef="s")],
+                     Level.OK, "1 AgentDeployment with spec.feedback in all namespaces, every "
+                     "declaration valid", id="valid declarations; a reference is not judged"),
+        pytest.param([inline_agent("a", DUPLICATE_INLINE), inline_agent("b", VALID_INLINE)],
+                     Level.WARN, "2 AgentDeployments with spec.feedback in all namespaces; 1 "
+                     'invalid: ns/a (spec.feedback.human.scores[1].name: Duplicate value: '
+                     '"thumbs": human score names must be unique (first declared at '
+                     "spec.feedback.human.scores[0].name))",
+                     id="an invalid declaration is named with its first problem"),
+        pytest.param([inline_agent(f"a{i}", {"mode": "x"}) for i in range(7)], Level.WARN,
+                     "7 AgentDeployments with spec.feedback in all namespaces; 7 invalid: "
+                     + ", ".join(f'ns/a{i} (spec.feedback.mode: Unsupported value: "x": '
+                                 'supported values: "Enforce", "Monitor")' for i in range(5))
+                     + ", and 2 more", id="past five, the rest are counted"),
+        pytest.param(None, Level.SKIP, "not checked: AgentDeployments are not served",
+                     id="no AgentDeployment resource: nothing to check"),
+        pytest.param(Unreadable("forbidden"), Level.FAIL,
+                     "cannot list AgentDeployments: forbidden", id="a refusal is a failure"),
+    ],
+)  # fmt: skip
+def test_invalid_inline_declarations_are_listed(agents: Any, level: Level, detail: str) -> None:
+    result = check_inline(agents, "in all namespaces")
+    assert (result.name, result.level, result.detail) == ("inline-declarations", level, detail)
+    assert (result.fix != "") is (level in (Level.WARN, Level.FAIL))

@@ -49,6 +49,7 @@ from tests.kube.cluster import (
     webhook_server,
 )
 from tests.kube.controlplane import ControlPlane, free_port
+from tests.kube.inuse_support import AGENT_GROUP, AGENT_PLURAL, agent_crd_installed
 from webhook.certs.issue import Bundle, issue_bundle
 from webhook.cli.main import main
 from webhook.rules.api import CRD_NAME
@@ -75,12 +76,15 @@ EVERY_CHECK = [
     "store-conditions",
     "validated-writers",
     "held-deletions",
+    "inline-declarations",
 ]
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _shipped_crd(control_plane: ControlPlane) -> None:
+def _shipped_crd(control_plane: ControlPlane) -> Iterator[None]:
     install_crd(control_plane, shipped_crd())
+    with agent_crd_installed(control_plane):
+        yield
 
 
 @dataclass
@@ -571,6 +575,27 @@ def test_a_store_held_with_no_writer_fails_and_the_printed_way_out_works(
     # Let it go: a store left Terminating would block the CRD's deletion later on.
     custom.patch_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, "orphaned", {"metadata": {"finalizers": None}}
+    )
+
+
+def test_an_invalid_inline_declaration_is_listed_with_its_first_problem(install: Install) -> None:
+    api = k8s.CustomObjectsApi(api_client(install.plane))
+    twice = {"human": {"scores": [{"name": "a"}, {"name": "a"}]}}
+    body = {"apiVersion": f"{AGENT_GROUP}/v1beta1", "kind": "AgentDeployment",
+            "metadata": {"name": "inline-bot"}, "spec": {"feedback": twice}}  # fmt: skip
+    where = (AGENT_GROUP, "v1beta1", install.probe_namespace, AGENT_PLURAL)
+    api.create_namespaced_custom_object(*where, body)
+    try:
+        code, checks = doctor(install)
+    finally:
+        api.delete_namespaced_custom_object(*where, "inline-bot")
+    assert code == 0, "a warning: the agent serves, the platform's gateway decides with it"
+    all_ok_but(checks, inline_declarations="warn")
+    assert checks["inline-declarations"]["detail"] == (
+        f"1 AgentDeployment with spec.feedback in {install.probe_namespace}; 1 invalid: "
+        f"{install.probe_namespace}/inline-bot (spec.feedback.human.scores[1].name: Duplicate "
+        'value: "a": human score names must be unique (first declared at '
+        "spec.feedback.human.scores[0].name))"
     )
 
 

@@ -38,7 +38,13 @@ from tests.kube.cluster import (
     shipped_crd,
 )
 from tests.kube.controlplane import ControlPlane
-from tests.kube.inuse_support import FINALIZER, Agents, agent_crd_installed
+from tests.kube.inuse_support import (
+    AGENT_GROUP,
+    AGENT_PLURAL,
+    FINALIZER,
+    Agents,
+    agent_crd_installed,
+)
 from tests.manifest_render import MANIFESTS, NAMESPACE, kustomize
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
@@ -450,6 +456,14 @@ def test_the_status_writer_does_its_whole_job_with_its_own_service_account_and_n
             eventually(lambda: [e.count for e in core.list_namespaced_event(namespace).items
                                 if e.reason == "InvalidSpec"] == [1, 1],
                        what="a second InvalidSpec Event")  # fmt: skip
+            # An invalid inline declaration (spec.feedback) is told by an Event on the agent, in
+            # the agent's namespace: the same `events create`; the agent is only listed.
+            inline = {"apiVersion": f"{AGENT_GROUP}/v1beta1", "kind": "AgentDeployment",
+                      "metadata": {"name": "inline"}, "spec": {"feedback": INVALID}}  # fmt: skip
+            api.create_namespaced_custom_object(AGENT_GROUP, "v1beta1", namespace, AGENT_PLURAL,
+                                                inline)  # fmt: skip
+            eventually(lambda: ("Warning", "InvalidSpec") in events_about(
+                control_plane, namespace, "inline"), what="an Event on the agent")  # fmt: skip
             process.send_signal(signal.SIGTERM)
             assert process.wait(30) == 0, (tmp_path / "writer.log").read_text()[-3000:]
         assert lease(control_plane)["spec"].get("holderIdentity", "") == "", "Lease not released"

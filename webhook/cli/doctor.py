@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
             "(trusted by the caBundle, named for the Service or url: host, days to expiry);\n"
             "ready endpoints of the Service; a server-side dry-run the webhook must answer;\n"
             "the status writer's Lease; FeedbackStores with a missing or stale Validated\n"
-            "condition.\n\n"
+            "condition; AgentDeployments whose inline declaration (spec.feedback) is invalid.\n\n"
             f"Exit {EXIT_OK}: all is well (warnings allowed); {EXIT_PROBLEMS}: something is wrong; "
             f"{EXIT_UNUSABLE}: the cluster\n"
             "could not be examined. Needs read access to those objects and create on\n"
@@ -49,7 +49,7 @@ def register(subparsers: Any) -> None:
          "is stored) and expects the webhook's warning back, proving kube-apiserver -> Service "
          "-> pod (default: the `default` namespace)"),
         ("--store-namespace", "NS", "count FeedbackStores with a missing or stale Validated "
-         "condition only here (default: all namespaces)"),
+         "condition, and invalid inline declarations, only here (default: all namespaces)"),
     )  # fmt: skip
     for flag, metavar, help_text in named:
         parser.add_argument(flag, metavar=metavar, help=help_text)

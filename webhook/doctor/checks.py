@@ -9,6 +9,7 @@ from typing import Any, Final
 from webhook import install
 from webhook.admission.warnings import bounded
 from webhook.doctor import certificates, registration
+from webhook.doctor.inline import check_inline
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot, Target, Unreadable
 from webhook.doctor.stores import check_held, check_stores, check_validated_writers
@@ -52,6 +53,7 @@ def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Che
     results.append(check_stores(snapshot.stores, scope, target.namespace))
     results.append(check_validated_writers(snapshot.stores))
     results.append(check_held(snapshot.stores, writer_leads=lease.level is Level.OK))
+    results.append(check_inline(snapshot.agents, scope))
     return results
 
 

@@ -29,7 +29,7 @@ from webhook.doctor.snapshot import (
 from webhook.kube.client import TRANSPORT_ERRORS, raw_response, read_json, read_page, server_status
 from webhook.kube.pager import Listed, Page, list_all
 from webhook.kube.settings import PAGE_SIZE
-from webhook.rules import api
+from webhook.rules import api, inuse
 
 # (connect, read) seconds: the dry-run may wait out the webhook's own timeout (<= 30 s).
 REQUEST_TIMEOUT: Final = (5.0, 35.0)
@@ -75,7 +75,8 @@ def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:
         lease=_get(
             k8s.CoordinationV1Api(api_client).read_namespaced_lease, target.lease, target.namespace
         ),
-        stores=_stores(custom, target.store_namespace) if have_api else None,
+        stores=_listed(custom, _STORES, target.store_namespace) if have_api else None,
+        agents=_listed(custom, _AGENTS, target.store_namespace),
         probe=probe(custom, target.probe_namespace) if have_api else None,
         namespaces={name: _get(core.read_namespace, name) for name in names},
     )
@@ -126,7 +127,15 @@ def _get(read: Callable[..., object], *args: object, **options: object) -> Fetch
     return _answered(lambda: read_json(read(*args, **options, **_RAW)))
 
 
-def _stores(custom: k8s.CustomObjectsApi, namespace: str | None) -> FetchedList:
+_STORES: Final = (api.GROUP, api.VERSION, api.PLURAL)
+_AGENTS: Final = (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL)
+
+
+def _listed(
+    custom: k8s.CustomObjectsApi, resource: tuple[str, str, str], namespace: str | None
+) -> FetchedList:
+    """Every object of a custom resource, page by page (None: the resource is not served)."""
+    group, version, plural = resource
     where = (namespace,) if namespace else ()
     listing: Callable[..., object] = (
         custom.list_namespaced_custom_object if namespace else custom.list_cluster_custom_object
@@ -134,7 +143,7 @@ def _stores(custom: k8s.CustomObjectsApi, namespace: str | None) -> FetchedList:
 
     def page(limit: int | None, token: str | None) -> Page:
         paging = {key: value for key, value in (("limit", limit), ("_continue", token)) if value}
-        return read_page(listing(api.GROUP, api.VERSION, *where, api.PLURAL, **paging, **_RAW))
+        return read_page(listing(group, version, *where, plural, **paging, **_RAW))
 
     listed = _answered(lambda: list_all(page, PAGE_SIZE))
     return listed.items if isinstance(listed, Listed) else listed

@@ -54,3 +54,4 @@ class Snapshot:
     stores: FetchedList
     probe: ProbeOutcome | None
     namespaces: dict[str, Fetched] = field(default_factory=dict)
+    agents: FetchedList = None  # AgentDeployments (None: not served, or not asked for)

@@ -1,4 +1,5 @@
-"""The writer's view of AgentDeployments: which store each names (`ReferenceIndex`), by list-watch.
+"""The writer's view of AgentDeployments: which store each names (`ReferenceIndex`), by list-watch,
+and each one's inline declaration (`InlineDeclarations`), from the same watch.
 
 Until the CRD is served (a one-item list, 404) stores are planned as used by nothing; a view not
 synced yet is `None` and decides nothing (SPEC §7: no finalizer is removed on it).
@@ -19,6 +20,7 @@ from webhook.kube.settings import InformerSettings
 from webhook.kube.workqueue import WorkQueue
 from webhook.observability.logs import logger
 from webhook.rules import inuse
+from webhook.status.inline import InlineDeclarations
 from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference
 from webhook.status.writer_metrics import WriterMetrics
 
@@ -36,6 +38,7 @@ class AgentView:
         settings: InformerSettings,
         replan: Callable[[], None],
         recheck_seconds: float,
+        inline: InlineDeclarations | None = None,
     ) -> None:
         self._api = CollectionApi(
             api_client, (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL), namespace
@@ -47,6 +50,7 @@ class AgentView:
         self._replan = replan
         self._stop = threading.Event()
         self._not_served = False
+        self._inline = inline
         # Its own metrics registry: the writer's gauges and counters speak of stores only.
         self.informer = Informer(
             self._api, self._link, self._unlink, WriterMetrics(), settings, on_synced=self._synced
@@ -57,6 +61,8 @@ class AgentView:
             stores = self._index.link(agent, store_reference(obj))
         for store in stores:
             self._store_queue.add(store)
+        if self._inline is not None:
+            self._inline.observe(agent, obj)
 
     def _unlink(self, agent: Key) -> None:
         self._link(agent, {})

@@ -25,6 +25,7 @@ from webhook.observability.logs import logger
 from webhook.rules import api
 from webhook.status.agents import AgentView
 from webhook.status.events import EventRecorder
+from webhook.status.inline import InlineDeclarations
 from webhook.status.kubeapi import FeedbackStoreApi
 from webhook.status.writer import StatusWriter
 from webhook.status.writer_metrics import WriterMetrics
@@ -58,6 +59,8 @@ class StatusController:
             lease, settings.election(), self.metrics, on_started_leading=self.resync
         )
         stores = FeedbackStoreApi(api_client, settings.namespace)
+        events = EventRecorder(api_client, settings.identity, self.metrics)
+        self.inline = InlineDeclarations(events, self.metrics, self.elector.is_leader)
         self.agents = AgentView(
             api_client,
             settings.namespace,
@@ -65,8 +68,8 @@ class StatusController:
             settings.informer(),
             replan=self.resync,
             recheck_seconds=settings.agent_recheck_seconds,
+            inline=self.inline,
         )
-        events = EventRecorder(api_client, settings.identity, self.metrics)
         self.writer = StatusWriter(
             stores, self.cache, self.metrics, events, self.elector.is_leader, self.agents.view
         )
@@ -82,6 +85,7 @@ class StatusController:
         self._spawn("status-agents", self.agents.run)
         for index in range(max(self.settings.workers, 1)):
             self._spawn(f"status-worker-{index}", lambda: self.writer.run_worker(self.queue))
+        self._spawn("status-inline", self.inline.run_worker)
         self._spawn("status-resync", self._resync_loop)
         self._elector_thread = self._spawn("status-lease", self.elector.run)
         settings = self.settings
@@ -95,6 +99,7 @@ class StatusController:
         self.informer.stop()
         self.agents.stop()
         self.queue.shutdown()
+        self.inline.queue.shutdown()
         for thread in self._threads:
             if thread is not self._elector_thread:
                 thread.join(timeout)
@@ -105,9 +110,11 @@ class StatusController:
         log.info("status writer stopped", extra={"fields": {"identity": self.settings.identity}})
 
     def resync(self) -> None:
-        """Queue every cached object; those already up to date cost no request."""
+        """Queue every cached object, and every agent's inline declaration; those already up to
+        date cost no request."""
         for key in self.cache.snapshot():
             self.queue.add(key)
+        self.inline.resync()
 
     def _store(self, key: Key, obj: dict[str, Any]) -> None:
         self.cache.put(key, obj)

@@ -1,5 +1,6 @@
 """core/v1 Events for `kubectl describe fs`: on turning invalid or valid again, on a deferred or
-released deletion; never on staying the same, so a resync never spams. Best effort, as client-go's
+released deletion; never on staying the same, so a resync never spams (and, on an AgentDeployment,
+its inline declaration's turns: status/inline.py). Best effort, as client-go's
 recorder: a failure is logged and counted, never retried; `EventLimit` bounds each store.
 """
 
@@ -56,15 +57,21 @@ def event_message(verdict: Verdict) -> str:
     return prefix + summarize(verdict, MAX_EVENT_MESSAGE - len(prefix))
 
 
+# What an Event is about, when not a FeedbackStore: (apiVersion, kind).
+STORE: Final = (api.API_VERSION, api.KIND)
+
+
 def event_body(
-    obj: dict[str, Any], change: Transition, message: str, instance: str, now: datetime
-) -> dict[str, Any]:
-    """A core/v1 Event about `obj`, named `<object>.<hex nanoseconds>` as client-go names them."""
+    obj: dict[str, Any], change: Transition, message: str, instance: str, now: datetime,
+    about: tuple[str, str] = STORE,
+) -> dict[str, Any]:  # fmt: skip
+    """A core/v1 Event about `obj` (a FeedbackStore unless `about` says otherwise), named
+    `<object>.<hex nanoseconds>` as client-go names them."""
     metadata = obj["metadata"]
     stamp = now.replace(microsecond=0)
     involved = {
-        "apiVersion": api.API_VERSION,
-        "kind": api.KIND,
+        "apiVersion": about[0],
+        "kind": about[1],
         "name": metadata["name"],
         "namespace": metadata["namespace"],
     }
@@ -138,11 +145,14 @@ class EventRecorder:
         self._metrics = metrics
         self._limit = limit or EventLimit()
 
-    def emit(self, obj: dict[str, Any], change: Transition, message: str, now: datetime) -> None:
+    def emit(
+        self, obj: dict[str, Any], change: Transition, message: str, now: datetime,
+        about: tuple[str, str] = STORE,
+    ) -> None:  # fmt: skip
         if not self._limit.allow(obj):
             self._metrics.events.labels(change.reason, "dropped").inc()
             return
-        body = event_body(obj, change, message, self._instance, now)
+        body = event_body(obj, change, message, self._instance, now, about)
         metadata = obj["metadata"]
         try:
             read_json(

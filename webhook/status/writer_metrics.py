@@ -50,6 +50,12 @@ class WriterMetrics(MetricsRegistry):
             ["manager"],
             registry=r,
         )
+        self.inline_invalid = Gauge(
+            "feedbackstore_status_inline_invalid",
+            "AgentDeployments whose inline declaration (spec.feedback) is invalid, as this "
+            "replica's watch sees them",
+            registry=r,
+        )
         self.watch_events = Counter(
             "feedbackstore_status_watch_events",
             "Watch events received, by type",

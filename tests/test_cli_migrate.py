@@ -177,6 +177,23 @@ def test_stdout_has_each_migrated_agent_once_as_multi_document_yaml(tmp_path: Pa
     assert (repo / "agents.yaml").read_text() == AGENTS_TEXT, "without --in-place no file changes"
 
 
+def test_the_migrated_agents_pass_validate_as_agents_with_an_inline_declaration(
+    tmp_path: Path,
+) -> None:
+    repo = repository(tmp_path)
+    printed = run(str(repo))
+    assert printed.returncode == 0, printed.stderr
+    (tmp_path / "out.yaml").write_text(printed.stdout)
+    checked = validate(tmp_path / "out.yaml")
+    assert (checked.returncode, checked.stdout) == (
+        0, "2 AgentDeployments checked, 0 invalid, 0 other documents skipped\n")  # fmt: skip
+    assert run("--in-place", str(repo)).returncode == 0
+    checked = validate(repo)
+    assert (checked.returncode, checked.stdout) == (0, (
+        "1 FeedbackStore and 2 AgentDeployments checked, 0 invalid, 1 other document skipped\n"
+    ))  # fmt: skip
+
+
 def test_stderr_says_what_was_migrated_shared_and_removable(tmp_path: Path) -> None:
     repo = repository(tmp_path)
     result = run(str(repo))

@@ -38,11 +38,11 @@ from webhook.cli.validate_report import Report, locate
 from webhook.kube.objects import metadata_of
 from webhook.rules import inuse
 from webhook.rules.field_errors import type_invalid
-from webhook.rules.manifest import is_feedbackstore
+from webhook.rules.forms import FEEDBACK_FIELD
+from webhook.rules.manifest import is_agentdeployment, is_feedbackstore
 from webhook.text import counted
 
 REF: Final = "feedbackStoreRef"
-INLINE: Final = "feedback"
 # Where kubectl puts an object without metadata.namespace when the context names none.
 DEFAULT_NAMESPACE: Final = "default"
 
@@ -114,13 +114,6 @@ class Plan:
     removable: list[Found] = field(default_factory=list)
 
 
-def is_agentdeployment(doc: dict[str, Any]) -> bool:
-    """An AgentDeployment of the platform's group, any version (v1alpha1, v1beta1)."""
-    api_version = doc.get("apiVersion")
-    group = api_version.partition("/")[0] if isinstance(api_version, str) else None
-    return doc.get("kind") == inuse.AGENT_KIND and group == inuse.AGENT_GROUP
-
-
 def gather(documents: Iterable[Document], namespace: str) -> tuple[list[Found], list[Found]]:
     """The named agents and stores of the inputs (nameless ones cannot be referenced)."""
     agents: list[Found] = []
@@ -177,8 +170,8 @@ def _refusal(
         return "empty: it names no FeedbackStore"
     if not isinstance(ref, str):
         return type_invalid(f"spec.{REF}", ref, "string").message
-    if INLINE in spec and spec[INLINE] is not None:
-        return f"spec.{INLINE} is already set beside it: keep one of the two by hand"
+    if FEEDBACK_FIELD in spec and spec[FEEDBACK_FIELD] is not None:
+        return f"spec.{FEEDBACK_FIELD} is already set beside it: keep one of the two by hand"
     label = f"FeedbackStore {agent.namespace}/{ref}"
     candidates = by_key.get((agent.namespace, ref), [])
     if not candidates:
@@ -205,7 +198,7 @@ def _tell(result: Plan, referenced: dict[tuple[str, str], int]) -> None:
         by_store[store.key].append(agent)
         stores[store.key] = store
         result.notes.append(agent.said(
-            f"spec.{REF}", f"now spec.{INLINE}, the spec of FeedbackStore {store.namespace}/"
+            f"spec.{REF}", f"now spec.{FEEDBACK_FIELD}, the spec of FeedbackStore {store.namespace}/"
             f"{store.name} ({store.at()})"))  # fmt: skip
     for key, copies in by_store.items():
         store = stores[key]
@@ -231,7 +224,7 @@ def _tell(result: Plan, referenced: dict[tuple[str, str], int]) -> None:
 def migrated_agent(agent: dict[str, Any], store_spec: object) -> dict[str, Any]:
     """The agent with `feedback` where `feedbackStoreRef` was, in the same place."""
     spec = {
-        (INLINE if key == REF else key): (copy.deepcopy(store_spec) if key == REF else value)
+        (FEEDBACK_FIELD if key == REF else key): (copy.deepcopy(store_spec) if key == REF else value)
         for key, value in agent["spec"].items()
     }
     return {**agent, "spec": spec}
@@ -311,7 +304,7 @@ def _surgery(agent: Found, store_spec: object, text: str) -> Edit | None:
     spec_pair = _pair(agent.node, "spec")
     if spec_pair is None or not isinstance(spec_pair[1], yaml.MappingNode):
         return None
-    return replace_entry(text, spec_pair[0], spec_pair[1], REF, INLINE, store_spec)
+    return replace_entry(text, spec_pair[0], spec_pair[1], REF, FEEDBACK_FIELD, store_spec)
 
 
 def _pair(node: yaml.Node | None, key: str) -> tuple[yaml.Node, yaml.Node] | None:

@@ -21,34 +21,23 @@ from webhook.kube.objects import CONDITION_FALSE, CONDITION_TRUE
 from webhook.kube.timestamps import utc_now
 from webhook.kube.workqueue import WorkQueue
 from webhook.observability.logs import logger
-from webhook.rules import Verdict, inuse, validate_spec
-from webhook.rules.field_errors import FieldWarning, Problem
+from webhook.rules import Verdict, inuse
+from webhook.rules.forms import INLINE
 from webhook.rules.summary import summarize
 from webhook.status.events import MAX_EVENT_MESSAGE, EventRecorder, transition
 from webhook.status.writer_metrics import WriterMetrics
 
 log = logger("status.inline")
 
-FEEDBACK_PATH: Final = "spec.feedback"
+FEEDBACK_PATH: Final = INLINE.path
 COHERENT: Final = f"{FEEDBACK_PATH} is coherent"
 
 
 def inline_verdict(agent: object) -> Verdict | None:
     """The verdict on an agent's `spec.feedback`, at paths under it; None when it has none."""
-    spec = agent.get("spec") if isinstance(agent, dict) else None
-    feedback = spec.get("feedback") if isinstance(spec, dict) else None
-    if feedback is None:
+    if INLINE.declaration(agent) is None:
         return None
-    verdict = validate_spec(feedback)
-    return Verdict(
-        tuple(Problem(_rebased(p.field), p.type, p.bad_value, p.detail) for p in verdict.problems),
-        tuple(FieldWarning(_rebased(w.field), w.message) for w in verdict.warnings),
-        verdict.omitted,
-    )
-
-
-def _rebased(field: str) -> str:
-    return FEEDBACK_PATH + field.removeprefix("spec")
+    return INLINE.verdict(agent)
 
 
 def inline_message(verdict: Verdict) -> str:

@@ -579,21 +579,20 @@ def test_a_store_held_with_no_writer_fails_and_the_printed_way_out_works(
 
 
 def test_an_invalid_inline_declaration_is_listed_with_its_first_problem(install: Install) -> None:
+    # In a namespace no webhook registration selects: the agent gets in, as one created
+    # before the webhook did (the install's own registration would refuse it).
+    namespace = _plain_namespace(install.plane, "inline", {})
     api = k8s.CustomObjectsApi(api_client(install.plane))
     twice = {"human": {"scores": [{"name": "a"}, {"name": "a"}]}}
     body = {"apiVersion": f"{AGENT_GROUP}/v1beta1", "kind": "AgentDeployment",
             "metadata": {"name": "inline-bot"}, "spec": {"feedback": twice}}  # fmt: skip
-    where = (AGENT_GROUP, "v1beta1", install.probe_namespace, AGENT_PLURAL)
-    api.create_namespaced_custom_object(*where, body)
-    try:
-        code, checks = doctor(install)
-    finally:
-        api.delete_namespaced_custom_object(*where, "inline-bot")
+    api.create_namespaced_custom_object(AGENT_GROUP, "v1beta1", namespace, AGENT_PLURAL, body)
+    code, checks = doctor(install, store_namespace=namespace)
     assert code == 0, "a warning: the agent serves, the platform's gateway decides with it"
     all_ok_but(checks, inline_declarations="warn")
     assert checks["inline-declarations"]["detail"] == (
-        f"1 AgentDeployment with spec.feedback in {install.probe_namespace}; 1 invalid: "
-        f"{install.probe_namespace}/inline-bot (spec.feedback.human.scores[1].name: Duplicate "
+        f"1 AgentDeployment with spec.feedback in {namespace}; 1 invalid: "
+        f"{namespace}/inline-bot (spec.feedback.human.scores[1].name: Duplicate "
         'value: "a": human score names must be unique (first declared at '
         "spec.feedback.human.scores[0].name))"
     )

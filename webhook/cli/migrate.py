@@ -197,9 +197,10 @@ def _tell(result: Plan, referenced: dict[tuple[str, str], int]) -> None:
     for agent, store in result.migrated:
         by_store[store.key].append(agent)
         stores[store.key] = store
-        result.notes.append(agent.said(
-            f"spec.{REF}", f"now spec.{FEEDBACK_FIELD}, the spec of FeedbackStore {store.namespace}/"
-            f"{store.name} ({store.at()})"))  # fmt: skip
+        source = f"FeedbackStore {store.namespace}/{store.name} ({store.at()})"
+        result.notes.append(
+            agent.said(f"spec.{REF}", f"now spec.{FEEDBACK_FIELD}, the spec of {source}")
+        )
     for key, copies in by_store.items():
         store = stores[key]
         if len(copies) > 1:
@@ -223,10 +224,12 @@ def _tell(result: Plan, referenced: dict[tuple[str, str], int]) -> None:
 
 def migrated_agent(agent: dict[str, Any], store_spec: object) -> dict[str, Any]:
     """The agent with `feedback` where `feedbackStoreRef` was, in the same place."""
-    spec = {
-        (FEEDBACK_FIELD if key == REF else key): (copy.deepcopy(store_spec) if key == REF else value)
-        for key, value in agent["spec"].items()
-    }
+    spec: dict[str, Any] = {}
+    for key, value in agent["spec"].items():
+        if key == REF:
+            spec[FEEDBACK_FIELD] = copy.deepcopy(store_spec)
+        else:
+            spec[key] = value
     return {**agent, "spec": spec}
 
 

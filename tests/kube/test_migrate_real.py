@@ -1,6 +1,7 @@
 """`feedbackstore-webhook migrate` against a real kube-apiserver v1.37.2: a GitOps directory of
 FeedbackStores and the AgentDeployments naming them (both served versions) is applied, migrated
-in place, and applied again with kubectl, the way a repository is migrated; every agent then holds
+in place, and applied again with kubectl, the way a repository is migrated (under the tests'
+AgentDeployment CRD with and without the platform's four CEL rules); every agent then holds
 its store's declaration as the server stored the store (defaults included), and the directory
 equals the cluster (`kubectl diff` finds nothing). The README's "Migrate to the inline form"
 transcript is this run.
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from tests.kube.agents_crd import NO_CEL_AGENT_CRD, PLATFORM_AGENT_CRD
 from tests.kube.cluster import install_crd, shipped_crd
 from tests.kube.controlplane import ControlPlane
 from tests.kube.inuse_support import AGENT_GROUP, AGENT_PLURAL, agent_crd_installed
@@ -92,10 +94,15 @@ DEPRECATED = (
 REPLICAS = {"support-bot": 2, "triage-bot": 1, "sales-bot": 1}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def crds(control_plane: ControlPlane) -> Iterator[None]:
+@pytest.fixture(
+    scope="module",
+    autouse=True,
+    params=[pytest.param(NO_CEL_AGENT_CRD, id="an AgentDeployment CRD without CEL"),
+            pytest.param(PLATFORM_AGENT_CRD, id="the platform's AgentDeployment CRD with CEL")],
+)  # fmt: skip
+def crds(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[None]:
     install_crd(control_plane, shipped_crd())
-    with agent_crd_installed(control_plane):
+    with agent_crd_installed(control_plane, request.param):
         yield
 
 

@@ -35,7 +35,7 @@ def test_an_expired_continue_token_falls_back_to_one_full_list(
     monkeypatch.setattr(
         custom, "list_namespaced_custom_object", list_compacting_after_the_first_page
     )
-    stores = cluster._stores(custom, NS)
+    stores = cluster._listed(custom, cluster._STORES, NS)
     assert isinstance(stores, list)
     assert sorted(store["metadata"]["name"] for store in stores) == names
     assert len(asked) == 3

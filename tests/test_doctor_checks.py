@@ -970,8 +970,9 @@ def inline_agent(name: str, feedback: object = None, **spec: object) -> dict[str
                      + ", ".join(f'ns/a{i} (spec.feedback.mode: Unsupported value: "x": '
                                  'supported values: "Enforce", "Monitor")' for i in range(5))
                      + ", and 2 more", id="past five, the rest are counted"),
-        pytest.param(None, Level.SKIP, "not checked: AgentDeployments are not served",
-                     id="no AgentDeployment resource: nothing to check"),
+        pytest.param(None, Level.OK,
+                     "no AgentDeployment resource is served: nothing declared inline",
+                     id="no AgentDeployment resource: nothing can be declared, all is well"),
         pytest.param(Unreadable("forbidden"), Level.FAIL,
                      "cannot list AgentDeployments: forbidden", id="a refusal is a failure"),
     ],

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from webhook.doctor.result import CheckResult, ok, refused, skip, warn
+from webhook.doctor.result import CheckResult, ok, refused, warn
 from webhook.doctor.snapshot import FetchedList, Unreadable
 from webhook.kube.objects import metadata_of
 from webhook.rules import Verdict, inuse
@@ -22,8 +22,8 @@ SHOWN: Final = 5
 def check_inline(agents: FetchedList, scope: str) -> CheckResult:
     if isinstance(agents, Unreadable):
         return refused(NAME, f"list {inuse.AGENT_KINDS}", agents, f"list on {inuse.AGENT_PLURAL}")
-    if agents is None:
-        return skip(NAME, f"{inuse.AGENT_KINDS} are not served")
+    if agents is None:  # a cluster without the platform's agents: nothing can be declared
+        return ok(NAME, f"no {inuse.AGENT_KIND} resource is served: nothing declared inline")
     judged = [(agent, verdict) for agent in agents if (verdict := inline_verdict(agent))]
     invalid = [(agent, verdict) for agent, verdict in judged if not verdict.valid]
     total = f"{counted(len(judged), inuse.AGENT_KIND)} with spec.feedback {scope}"

@@ -1,4 +1,4 @@
-"""Inline declarations in the cluster (SPEC §8): the status writer tells an invalid
+"""Inline declarations in the cluster: the status writer tells an invalid
 `AgentDeployment.spec.feedback` as an Event on the agent, once per turn of its verdict, counts it
 in a gauge, and never writes the agent."""
 

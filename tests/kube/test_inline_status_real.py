@@ -1,4 +1,4 @@
-"""Inline declarations on a real kube-apiserver v1.37.2 (SPEC §8): an AgentDeployment whose
+"""Inline declarations on a real kube-apiserver v1.37.2: an AgentDeployment whose
 `spec.feedback` is invalid, created with no webhook registered (as before the webhook was
 installed, or while its `failurePolicy: Ignore` registration let it through), is told by the
 status writer (the console script, as a user of its own) as an Event on the agent, and counted in

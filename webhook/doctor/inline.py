@@ -1,4 +1,4 @@
-"""AgentDeployments whose inline declaration (`spec.feedback`, SPEC §8) is invalid: created before
+"""AgentDeployments whose inline declaration (`spec.feedback`) is invalid: created before
 the webhook, or while its registration (`failurePolicy: Ignore`) let them through. The platform
 owns an agent's status, so there is no condition to read: the doctor judges each declaration
 with the same rules, and names the invalid ones with their first problem."""

@@ -57,7 +57,7 @@ def event_message(verdict: Verdict) -> str:
     return prefix + summarize(verdict, MAX_EVENT_MESSAGE - len(prefix))
 
 
-# What an Event is about, when not a FeedbackStore: (apiVersion, kind).
+# What an Event is about, (apiVersion, kind): a FeedbackStore unless the caller names another.
 STORE: Final = (api.API_VERSION, api.KIND)
 
 

@@ -1,4 +1,4 @@
-"""Inline declarations found in the cluster (SPEC §8): an AgentDeployment's `spec.feedback` judged
+"""Inline declarations found in the cluster: an AgentDeployment's `spec.feedback` judged
 by the same rules. The platform owns the agent's status, so nothing is written into the agent: an
 invalid declaration (created before the webhook, or while its registration, `failurePolicy:
 Ignore`, let it through) is told as a core/v1 Event on the agent when its verdict turns, with the

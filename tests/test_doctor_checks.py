@@ -969,7 +969,7 @@ def inline_agent(name: str, feedback: object = None, **spec: object) -> dict[str
                      "7 AgentDeployments with spec.feedback in all namespaces; 7 invalid: "
                      + ", ".join(f'ns/a{i} (spec.feedback.mode: Unsupported value: "x": '
                                  'supported values: "Enforce", "Monitor")' for i in range(5))
-                     + ", and 2 more", id="past five, the rest are counted"),
+                     + " and 2 more", id="past five, the rest are counted"),
         pytest.param(None, Level.OK,
                      "no AgentDeployment resource is served: nothing declared inline",
                      id="no AgentDeployment resource: nothing can be declared, all is well"),

@@ -12,8 +12,8 @@ from webhook.doctor.result import CheckResult, ok, refused, warn
 from webhook.doctor.snapshot import FetchedList, Unreadable
 from webhook.kube.objects import metadata_of
 from webhook.rules import Verdict, inuse
-from webhook.rules.messages import counted
 from webhook.status.inline import inline_verdict
+from webhook.text import counted, named, plural
 
 NAME: Final = "inline-declarations"
 SHOWN: Final = 5
@@ -21,9 +21,10 @@ SHOWN: Final = 5
 
 def check_inline(agents: FetchedList, scope: str) -> CheckResult:
     if isinstance(agents, Unreadable):
-        return refused(NAME, f"list {inuse.AGENT_KINDS}", agents, f"list on {inuse.AGENT_PLURAL}")
+        doing = f"list {plural(inuse.AGENT_KIND, 2)}"
+        return refused(NAME, doing, agents, f"list on {inuse.AGENT_PLURAL}")
     if agents is None:  # a cluster without the platform's agents: nothing can be declared
-        return ok(NAME, f"no {inuse.AGENT_KIND} resource is served: nothing declared inline")
+        return ok(NAME, f"{inuse.NOT_SERVED_MESSAGE}: nothing declared inline")
     judged = [(agent, verdict) for agent in agents if (verdict := inline_verdict(agent))]
     invalid = [(agent, verdict) for agent, verdict in judged if not verdict.valid]
     total = f"{counted(len(judged), inuse.AGENT_KIND)} with spec.feedback {scope}"
@@ -44,5 +45,4 @@ def _few(invalid: Sequence[tuple[dict[str, Any], Verdict]]) -> str:
         metadata = metadata_of(agent)
         first = verdict.problems[0] if verdict.problems else None
         labels.append(f"{metadata.get('namespace')}/{metadata.get('name')} ({first})")
-    more = len(invalid) - SHOWN
-    return ", ".join(labels) + (f", and {more} more" if more > 0 else "")
+    return named(labels, len(invalid))

@@ -1,4 +1,4 @@
-"""Hostile reviews against `serve` (issue 27): their time, others' latency meanwhile, memory.
+"""Hostile reviews against `serve`: their time, others' latency meanwhile, memory.
 
 For each hostile AdmissionReview, the largest the server decodes (within the body limit,
 `--max-body-bytes`, and the bound on JSON values; "both bounds": as many distinct strings as

@@ -21,6 +21,7 @@ import time
 
 from webhook.observability import logs
 from webhook.server.admission_endpoint import AdmissionEndpoint
+from webhook.server.config import ServerConfig
 from webhook.server.webhook_metrics import WebhookMetrics
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -34,7 +35,10 @@ def main() -> None:
     args = parser.parse_args()
     with open(os.devnull, "w") as sink:
         logs.configure("info", sink)
-        endpoint = AdmissionEndpoint(WebhookMetrics(), 7 << 20, 10.0)
+        defaults = ServerConfig(pathlib.Path(), pathlib.Path())  # `serve`'s limits
+        endpoint = AdmissionEndpoint(
+            WebhookMetrics(), lambda: False, defaults.max_body_bytes, defaults.body_timeout
+        )
         bodies = payloads()
         cases = [
             ("valid", logging.INFO, bodies["small-valid"]),

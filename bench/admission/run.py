@@ -129,7 +129,8 @@ def running(command: list[str], cpus: str, port: int, log: pathlib.Path) -> Iter
 
 
 def family(pid: int) -> list[int]:
-    """The server process and its children (a baseline from before issue 15 may run `--workers`)."""
+    """The server process and its children (a baseline revision that had
+    `serve --workers` runs several)."""
     pids = [pid]
     with contextlib.suppress(OSError):
         children = pathlib.Path(f"/proc/{pid}/task/{pid}/children").read_text().split()

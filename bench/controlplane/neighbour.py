@@ -1,5 +1,6 @@
 """The status writer beside the platform's reconciler: writes by each side, while they settle and
-over a quiet window, against the writer before issue 26 as the baseline (same run, same server).
+over a quiet window, against 247cc1d's writer, which always wrote its own
+`Validated`, as the baseline (same run, same server).
 
 On a fresh etcd + kube-apiserver: for each writer revision, a namespace of its own with the four
 stores of tests/kube/test_platform_neighbour_real.py (valid, one problem, several problems, one
@@ -117,7 +118,11 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", default="HEAD", help="the writer measured")
-    parser.add_argument("--baseline", default="247cc1d", help="the writer before issue 26")
+    parser.add_argument(
+        "--baseline",
+        default="247cc1d",
+        help="the writer to compare with (247cc1d always wrote its own Validated)",
+    )
     parser.add_argument("--window", type=float, default=40.0)
     parser.add_argument("--settle", type=float, default=30.0, help="longest first phase (s)")
     args = parser.parse_args()

@@ -35,7 +35,7 @@ def baseline_module(revision: str) -> Any:
         ["git", "show", f"{revision}:webhook/rules/verdict.py"],
         capture_output=True, text=True, check=True, cwd=HERE,
     ).stdout  # fmt: skip
-    # From da07f48 until issue 15 the verdict's sentences lived in webhook/messages.py.
+    # From da07f48 until b27b441 the verdict's sentences lived in webhook/messages.py.
     source = source.replace("from webhook import messages", "from webhook.rules import messages")
     module = types.ModuleType("baseline_verdict")
     sys.modules[module.__name__] = module  # dataclasses look their module up

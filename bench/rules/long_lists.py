@@ -1,4 +1,4 @@
-"""The verdict and the change comparison on hostile specs of a given size (issue 27).
+"""The verdict and the change comparison on hostile specs of a given size.
 
 Each spec is the largest of its kind whose JSON fits in `--bytes`; the time is the
 best of `--repeat` runs of `validate_spec` and of `spec_changes` (from an empty

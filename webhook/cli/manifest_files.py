@@ -89,7 +89,7 @@ class ReadError:
 
 def read_all(paths: Sequence[str]) -> Iterator[Document | ReadError]:
     """Each document under `paths` as soon as it is parsed, so a caller keeps only what it needs
-    of each node tree (all at once cost time and memory: bench/README.md)."""
+    of each node tree (all at once cost time and memory: bench/validate/run.py)."""
     for path in paths:
         if path != STDIN and os.path.isdir(path):
             for found in _walk(path):

@@ -132,7 +132,7 @@ def origin(manifest: dict[str, Any]) -> str | None:
 def change_warnings(
     current: Sequence[Document], previous: Sequence[str]
 ) -> tuple[list[ChangeWarning], list[ReadError]]:
-    """`--previous` (issue 17): each change from a declaration in `previous` to the same kind and
+    """`--previous`: each change from a declaration in `previous` to the same kind and
     namespace/name in `current` (stdin is read once), said as the webhook says it on UPDATE, at
     the changed value; a store gone is a warning where it stood (an agent gone, or without
     spec.feedback now, is not: the webhook is not asked either). And the unreadable inputs."""

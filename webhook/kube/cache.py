@@ -34,8 +34,9 @@ Transform = Callable[[dict[str, Any]], None]
 def strip_managed_fields(obj: dict[str, Any]) -> None:
     """Drops `metadata.managedFields`, which planners seldom read.
 
-    They are much of a decoded object (bench/README.md); dropped at the cache's door as
-    controller-runtime's `TransformStripManagedFields` does (the object is freshly decoded, ours).
+    They are half of a decoded object (bench/controlplane/writer.py weighs it); dropped at the
+    cache's door as controller-runtime's `TransformStripManagedFields` does (the object is freshly
+    decoded, ours).
     """
     metadata_of(obj).pop("managedFields", None)
 

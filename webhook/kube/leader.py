@@ -212,7 +212,8 @@ class LeaderElector:
     def _renew_optimistically(self) -> bool:
         """One update of the Lease last written, as client-go's leader; any error: read and decide.
 
-        A GET before each renewal would be a second request per renewal (bench/README.md).
+        A GET before each renewal would be a second request per renewal (counted by
+        bench/controlplane/writer.py).
         """
         observed = self._observed
         if observed is None or observed.holder != self.identity:

@@ -62,8 +62,9 @@ def condition_owners(obj: object, condition_type: str) -> dict[Owner, frozenset[
 def keep_condition_ownership(obj: dict[str, Any], condition_type: str) -> None:
     """Cut `managedFields` down to what `condition_owners` reads for this condition type.
 
-    For a cache: the rest of `managedFields` is much of a decoded object (bench/README.md) and
-    nobody reads it; what is left keeps the API's shape, so the same reader works on either.
+    For a cache: the rest of `managedFields` is half of a decoded object (weighed by
+    bench/controlplane/writer.py) and nobody reads it; what is left keeps the API's shape, so
+    the same reader works on either.
     """
     metadata = metadata_of(obj)
     if "managedFields" not in metadata:

@@ -1,6 +1,7 @@
-"""The cross-field invariants of SPEC §1 as CEL `x-kubernetes-validations`, with the platform's
-messages: what users read, since the CRD runs before any webhook (as seen on a real server in
-tests/kube/test_crd_real.py). Each rule may assume the schema's bounds (CEL runs after them)."""
+"""The spec's cross-field invariants (`webhook.rules.verdict`) as CEL `x-kubernetes-validations`,
+with the platform's messages: what users read, since the CRD runs before any webhook (as seen on
+a real server in tests/kube/test_crd_real.py). Each rule may assume the schema's bounds (CEL runs
+after them)."""
 
 from __future__ import annotations
 

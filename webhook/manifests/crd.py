@@ -1,6 +1,7 @@
 """The FeedbackStore CRD, built from the rules: a structural schema from the pydantic model, the
 `status` conditions schema, and the CEL rules of `cel_rules`, so the fourth place the verdict is
-enforced (SPEC §2) cannot drift from the other three."""
+enforced (beside the webhook, the status writer and `validate`) cannot drift from the
+other three."""
 
 from __future__ import annotations
 

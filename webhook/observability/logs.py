@@ -59,8 +59,9 @@ class _Enqueue(logging.handlers.QueueHandler):
 
 class _GatheringListener(logging.handlers.QueueListener):
     """Sleeps in `get()` while nothing is logged; once woken, lets 10 ms of lines gather, then
-    takes them without a thread switch each. A shortcut: bench/README.md, "Issue 15: the log
-    listener"."""
+    takes them without a thread switch each. A shortcut kept on a measurement: woken per record
+    (logging's own listener), a small denial cost 1.2x the CPU (bench/admission/run.py
+    --payload small-invalid against such a revision)."""
 
     def dequeue(self, block: bool) -> logging.LogRecord:
         records: queue.SimpleQueue[logging.LogRecord] = self.queue  # type: ignore[assignment]

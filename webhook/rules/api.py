@@ -46,7 +46,8 @@ REASON_VALID: Final = "SpecCoherent"
 REASON_INVALID: Final = "InvalidSpec"
 # The status writer's own condition, which no other controller writes: the kstatus convention's
 # "abnormal-true" `Stalled` (True: the spec is invalid, so kstatus computes Failed), with the
-# reasons above and the writer's whole verdict, whoever writes `Validated` (SPEC §9).
+# reasons above and the writer's whole verdict, whoever writes `Validated` (the
+# platform's operator writes it too, with its first problem only).
 STALLED_CONDITION_TYPE: Final = "Stalled"
 
 # How many problems one verdict keeps in full; the rest are only counted, so a

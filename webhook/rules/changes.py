@@ -1,4 +1,4 @@
-"""What a change of spec does to score ingestion: old spec, new spec → changes (issue 17).
+"""What a change of spec does to score ingestion: old spec, new spec → changes.
 
 In `Enforce` mode the gateway rejects an undeclared score name (422) and, on
 read, attributes each declared one to its source, so the change that loses data

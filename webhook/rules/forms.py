@@ -1,4 +1,4 @@
-"""Where a FeedbackStore declaration stands: in a FeedbackStore, or inline in an agent (SPEC §8).
+"""Where a FeedbackStore declaration stands: in a FeedbackStore, or inline in an agent.
 
 The platform's newest API folds the store into `AgentDeployment.spec.feedback`, with exactly a
 store's spec. A form names the kind that carries the declaration and the keys down to it, and

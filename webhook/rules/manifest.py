@@ -1,7 +1,7 @@
 """Which decoded documents declare a FeedbackStore, and their full offline verdict.
 
 Two forms do (`forms`): a FeedbackStore, and an AgentDeployment with
-`spec.feedback` (SPEC §8); an agent without it declares nothing and is skipped
+`spec.feedback`; an agent without it declares nothing and is skipped
 like any other kind. Offline there is no API server to check `apiVersion`,
 `kind` or `metadata`, so a manifest's verdict adds those checks to the
 declaration's. Pure: documents in, verdicts out.

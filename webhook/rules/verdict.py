@@ -3,7 +3,7 @@
 Plain code over decoded JSON rather than a pydantic model on purpose: every
 adapter needs Kubernetes field paths, apimachinery error types, warnings and
 unknown-field errors for every problem, which a hand-written walk gives at a
-fraction of a model's cost (bench/README.md). `model.py` states the same
+fraction of a model's cost (bench/rules/bench_verdict.py). `model.py` states the same
 limits declaratively, for the CRD schema and as a test oracle.
 
 Each check is a generator: it yields its findings in the order a reader meets

@@ -6,8 +6,7 @@ memory would stay at the peak of its largest review. `malloc_trim(0)` returns
 the free pages; it costs a few milliseconds, so it runs once, shortly after a
 large review is answered, not after every review. Kept because it was shown
 to matter: trimming vs not, two servers in one run (bench/admission/trim_ab.py),
-after bursts of hostile reviews RSS settles about a quarter lower with it
-(bench/README.md, "Hostile reviews").
+after bursts of hostile reviews RSS settles about a quarter lower with it.
 """
 
 from __future__ import annotations

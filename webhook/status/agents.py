@@ -2,7 +2,8 @@
 and each one's inline declaration (`InlineDeclarations`), from the same watch.
 
 Until the CRD is served (a one-item list, 404) stores are planned as used by nothing; a view not
-synced yet is `None` and decides nothing (SPEC §7: no finalizer is removed on it).
+synced yet is `None` and decides nothing (no finalizer is removed on
+it: a view not yet synced cannot tell that no agent uses a store).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every problem and warning at the line and column where its value starts (issue 16).
+"""Every problem and warning at the line and column where its value starts.
 
 Real files, in-process through the CLI's own entry point; each case states the
 exact position an editor shows for the offending value.
@@ -218,3 +218,22 @@ def test_a_ten_megabyte_store_is_placed(tmp_path: Path, capsys: pytest.CaptureFi
     code, body = validate_json(path, capsys)
     assert code == 1
     assert positions(body) == {DUPLICATE: (6, 43)}
+
+
+def test_a_key_that_reads_like_a_path_is_not_taken_for_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`human.scores` is a key of its own: the missing `spec.human.scores` is placed at `human`,
+    the unknown key `human.scores` at that key."""
+    path = tmp_path / "store.yaml"
+    path.write_text(HEAD + 'spec:\n  human: {}\n  "human.scores": 1\n')
+    _, body = validate_json(path, capsys)
+    placed = {
+        (entry["field"], entry["type"]): (entry["line"], entry["column"])
+        for entry in body["results"][0]["problems"]
+    }
+    assert placed == {
+        ("spec", "FieldValueRequired"): (5, 3),  # no source: the spec's mapping
+        ("spec.human.scores", "FieldValueRequired"): (5, 10),
+        ("spec.human.scores", "FieldValueForbidden"): (6, 3),
+    }

@@ -1,4 +1,4 @@
-"""The inline form (SPEC §8): an AgentDeployment's `spec.feedback` is judged by the FeedbackStore's
+"""The inline form: an AgentDeployment's `spec.feedback` is judged by the FeedbackStore's
 rules, unchanged, at paths under `spec.feedback.`. Proven over every case of the store's own
 tables, so no rule can be stated (or forgotten) for one form only."""
 
@@ -88,7 +88,9 @@ def test_each_change_of_an_agents_feedback_shows_under_spec_feedback(
     new: dict[str, Any], fields: list[str]
 ) -> None:
     changes = spec_changes(base(), new)
-    assert changed_fields(changes, new, INLINE.path) == [rebased(f) for f in fields]
+    assert [str(f) for f in changed_fields(changes, new, INLINE.path)] == [
+        rebased(f) for f in fields
+    ]
 
 
 names = st.text(alphabet="abcxyz-", min_size=1, max_size=6)

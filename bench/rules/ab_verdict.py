@@ -43,6 +43,17 @@ def baseline_module(revision: str) -> Any:
     return module
 
 
+def said(verdict: Any) -> tuple[list[str], list[str], list[str], int]:
+    """What a verdict says, as text: the same whether a revision's paths are text or values."""
+    problems = verdict.problems
+    return (
+        [str(p) for p in problems],
+        [str(p.type) for p in problems],
+        [str(w) for w in verdict.warnings],
+        verdict.omitted,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--baseline", default="HEAD", help="git revision to compare with")
@@ -64,8 +75,8 @@ def main() -> None:
                 for obj in objects:
                     verdict(obj)
                 best[label] = min(best[label], (time.perf_counter() - started) / count * 1e6)
-        a, b = (v(orjson.loads(body)["request"]["object"]) for _, v in versions)
-        same = (a.problems, a.warnings, a.omitted) == (b.problems, b.warnings, b.omitted)
+        a, b = (said(v(orjson.loads(body)["request"]["object"])) for _, v in versions)
+        same = a == b
         print(
             f"{name:14s} baseline {best['baseline']:7.1f}  ours {best['ours']:7.1f}  "
             f"ours/baseline {best['ours'] / best['baseline']:.2f}  same verdict: {same}"

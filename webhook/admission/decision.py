@@ -144,11 +144,11 @@ def _exemption_warnings(verdict: Verdict, why: Why, form: Form) -> tuple[str, ..
         return ()
     count = verdict.problem_count
     reason = (
-        replies.exempt_unchanged(form.path)
+        replies.exempt_unchanged(str(form.path))
         if why is Why.UNCHANGED_SPEC
         else (replies.EXEMPT_TERMINATING)
     )
-    headline = replies.warn_invalid_but_allowed(reason, count, form.path)
+    headline = replies.warn_invalid_but_allowed(reason, count, str(form.path))
     shown = [str(p) for p in verdict.problems[:_PROBLEMS_IN_WARNINGS]]
     if count > len(shown):
         shown.append(more_problems(count - len(shown)))

@@ -37,7 +37,7 @@ def invalid_status(name: str, verdict: Verdict, form: Form = STORE) -> dict[str,
     dropped = verdict.problem_count - len(kept)
     if dropped:
         kept.append(messages.more_problems(dropped))
-        causes.append({"message": messages.more_problems(dropped), "field": form.path})
+        causes.append({"message": messages.more_problems(dropped), "field": str(form.path)})
     aggregate = kept[0] if len(kept) == 1 else f"[{', '.join(kept)}]"
     return {
         "status": "Failure",

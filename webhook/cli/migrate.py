@@ -36,13 +36,16 @@ from webhook.cli.validate import result_of
 from webhook.cli.validate_output import text_lines
 from webhook.cli.validate_report import Report, locate
 from webhook.kube.objects import metadata_of
-from webhook.rules import inuse
+from webhook.rules import api, inuse
 from webhook.rules.field_errors import type_invalid
+from webhook.rules.field_path import Path
 from webhook.rules.forms import FEEDBACK_FIELD
 from webhook.rules.manifest import is_agentdeployment, is_feedbackstore
 from webhook.text import counted
 
 REF: Final = "feedbackStoreRef"
+_REF_PATH: Final = api.SPEC.child(REF)
+_WHOLE: Final = Path()  # the object itself
 # Where kubectl puts an object without metadata.namespace when the context names none.
 DEFAULT_NAMESPACE: Final = "default"
 
@@ -93,14 +96,14 @@ class Found:
     def key(self) -> tuple[str, str]:
         return self.namespace, self.name
 
-    def at(self, field_path: str = "") -> str:
-        where = locate(self.node, field_path)
+    def at(self, path: Path = _WHOLE) -> str:
+        where = locate(self.node, path)
         return f"{self.document.source}:{where.line}:{where.column}"
 
-    def said(self, field_path: str, message: str) -> str:
+    def said(self, path: Path, message: str) -> str:
         """`FILE:LINE:COL: Kind ns/name: field: message`, as `validate` places a line."""
-        parts = [f"{self.kind} {self.namespace}/{self.name}", field_path, message]
-        return f"{self.at(field_path)}: " + ": ".join(part for part in parts if part)
+        parts = [f"{self.kind} {self.namespace}/{self.name}", str(path), message]
+        return f"{self.at(path)}: " + ": ".join(part for part in parts if part)
 
 
 @dataclass(slots=True)
@@ -153,7 +156,7 @@ def plan(agents: Sequence[Found], stores: Sequence[Found]) -> Plan:
             referenced[target] += 1
         refusal = _refusal(agent, spec, ref, by_key, valid, result.invalid_stores)
         if refusal is not None:
-            result.refused.append(agent.said(f"spec.{REF}", f"{refusal} (not migrated)"))
+            result.refused.append(agent.said(_REF_PATH, f"{refusal} (not migrated)"))
             continue
         assert target is not None
         result.migrated.append((agent, by_key[target][0]))
@@ -169,7 +172,7 @@ def _refusal(
     if ref == "":
         return "empty: it names no FeedbackStore"
     if not isinstance(ref, str):
-        return type_invalid(f"spec.{REF}", ref, "string").message
+        return type_invalid(_REF_PATH, ref, "string").message
     if FEEDBACK_FIELD in spec and spec[FEEDBACK_FIELD] is not None:
         return f"spec.{FEEDBACK_FIELD} is already set beside it: keep one of the two by hand"
     label = f"FeedbackStore {agent.namespace}/{ref}"
@@ -199,7 +202,7 @@ def _tell(result: Plan, referenced: dict[tuple[str, str], int]) -> None:
         stores[store.key] = store
         source = f"FeedbackStore {store.namespace}/{store.name} ({store.at()})"
         result.notes.append(
-            agent.said(f"spec.{REF}", f"now spec.{FEEDBACK_FIELD}, the spec of {source}")
+            agent.said(_REF_PATH, f"now spec.{FEEDBACK_FIELD}, the spec of {source}")
         )
     for key, copies in by_store.items():
         store = stores[key]
@@ -209,14 +212,14 @@ def _tell(result: Plan, referenced: dict[tuple[str, str], int]) -> None:
                 f"copied into {counted(len(copies), inuse.AGENT_KIND)} ({names}): each now "
                 "holds its own declaration; a later change is made in each"
             )
-            result.notes.append(store.said("", copied))
+            result.notes.append(store.said(_WHOLE, copied))
         if referenced[key] == len(copies):
             result.removable.append(store)
             removable = (
                 f"removable: no {inuse.AGENT_KIND} of the inputs references it any more "
                 "(migrate deletes nothing; agents outside the inputs may still name it)"
             )
-            result.notes.append(store.said("", removable))
+            result.notes.append(store.said(_WHOLE, removable))
 
 
 # -- writing ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from webhook.cli.manifest_files import Document, ReadError, objects, read_all
 from webhook.cli.validate_output import RENDERERS
 from webhook.cli.validate_report import ChangeWarning, Report, Result, locate
 from webhook.kube.objects import metadata_of
+from webhook.rules.field_path import Path
 from webhook.rules.forms import INLINE, STORE, Form
 from webhook.rules.manifest import check_manifest, declaring_form, is_agentdeployment
 
@@ -112,7 +113,7 @@ def result_of(
     checked = check_manifest(obj, form)
     kept = node if checked.verdict.problems or checked.verdict.warnings else None
     return Result(document.source, document.index, checked, strict, kept, origin(obj),
-                  locate(node, ""))  # fmt: skip
+                  locate(node, Path()))  # fmt: skip
 
 
 def origin(manifest: dict[str, Any]) -> str | None:
@@ -147,13 +148,15 @@ def change_warnings(
         label = key[1]
         if key not in now:
             if form is STORE:
-                warnings.append(ChangeWarning(old_source, locate(old_node, ""), label, "", DELETED))
+                warnings.append(
+                    ChangeWarning(old_source, locate(old_node, Path()), label, "", DELETED)
+                )
             continue
         source, node, new, _ = now[key]
         spec = form.declaration(new)
         changes = spec_changes(form.declaration(old), spec)
         warnings += [
-            ChangeWarning(source, locate(node, field), label, field, change_sentence(change),
+            ChangeWarning(source, locate(node, field), label, str(field), change_sentence(change),
                           form.kind)
             for change, field in zip(changes, changed_fields(changes, spec, form.path), strict=True)
         ]  # fmt: skip

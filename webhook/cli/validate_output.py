@@ -11,6 +11,7 @@ import orjson
 
 from webhook.cli import EXIT_OK
 from webhook.cli.validate_report import ChangeWarning, Entry, Report, Result, summary
+from webhook.rules.field_path import Path
 from webhook.text import counted
 
 Changes = list[ChangeWarning] | None
@@ -151,7 +152,7 @@ def junit(report: Report, changes: Changes) -> bytes:
             name=result.label(),
             classname=f"{classname}.{result.source}",
             file=result.source,
-            line=str(result.position("").line),
+            line=str(result.position(Path()).line),
         )
         if problems := result.problem_entries():
             count = counted(len(problems), "problem")

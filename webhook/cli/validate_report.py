@@ -1,7 +1,8 @@
 """What `validate` found: each declaration's verdict (a FeedbackStore, or an AgentDeployment's
 `spec.feedback`) placed in its source, so every output
 format says a problem with one field, message and position. A position is the YAML composer's
-own mark on the node a field path leads to (JSON is YAML too), never a search of the text."""
+own mark on the node a field path's steps lead to (JSON is YAML too), never a search of the
+text, nor a parse of the path's."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import yaml
 from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
 from webhook.cli.manifest_files import ReadError
 from webhook.rules.field_errors import ErrorType
+from webhook.rules.field_path import Path, Step
 from webhook.rules.forms import INLINE, STORE
 from webhook.rules.manifest import ManifestVerdict
 from webhook.rules.messages import more_problems
@@ -33,41 +35,32 @@ def _at(node: yaml.Node) -> Position:
     return Position(node.start_mark.line + 1, node.start_mark.column + 1)
 
 
-def locate(root: yaml.Node | None, field_path: str, *, at_key: bool = False) -> Position:
-    """Start of the value at `field_path`, else of the mapping that should hold it (1:1 without
-    a tree); with `at_key`, of an entry's key: an unknown field is the key, whatever its value."""
+def locate(root: yaml.Node | None, path: Path, *, at_key: bool = False) -> Position:
+    """Start of the value at `path`, else of the mapping that should hold it (1:1 without a
+    tree); with `at_key`, of an entry's key: an unknown field is the key, whatever its value."""
     if root is None:
         return _START
-    node, rest = root, field_path
+    node = root
     key_node: yaml.Node | None = None
-    while rest:
-        step = _step(node, rest)
-        if step is None:
+    for step in path.steps:
+        found = _child(node, step)
+        if found is None:
             return _at(node)
-        key_node, node, rest = step
+        key_node, node = found
     return _at(key_node if at_key and key_node is not None else node)
 
 
-def _step(node: yaml.Node, rest: str) -> tuple[yaml.Node | None, yaml.Node, str] | None:
-    """One path element down: (key node or None, child node, the path still to walk)."""
-    if isinstance(node, yaml.SequenceNode) and rest.startswith("["):
-        index_text, _, tail = rest[1:].partition("]")
-        if not index_text.isdigit() or int(index_text) >= len(node.value):
-            return None
-        return None, node.value[int(index_text)], tail.removeprefix(".")
+def _child(node: yaml.Node, step: Step) -> tuple[yaml.Node | None, yaml.Node] | None:
+    """One step down: (key node or None, child node); None where the tree has no such child."""
+    if isinstance(step, int):
+        if isinstance(node, yaml.SequenceNode) and step < len(node.value):
+            return None, node.value[step]
+        return None
     if isinstance(node, yaml.MappingNode):
-        best: tuple[yaml.Node, yaml.Node, str] | None = None
-        for key_node, value_node in node.value:
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-            if not isinstance(key, str) or not rest.startswith(key):
-                continue
-            tail = rest[len(key) :]
-            # the longest key that ends at a path boundary wins (a key may contain a dot);
-            # of equals, the later one, as a key written after a merge (`<<:`) overrides it
-            at_boundary = not tail or tail[0] in ".["
-            if at_boundary and (best is None or len(tail) <= len(best[2])):
-                best = (key_node, value_node, tail.removeprefix("."))
-        return best
+        # of equal keys, the later one, as a key written after a merge (`<<:`) overrides it
+        for key_node, value_node in reversed(node.value):
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == step:
+                return key_node, value_node
     return None
 
 
@@ -97,8 +90,8 @@ class Result:
         verdict = self.checked.verdict
         return verdict.valid and not (self.warnings_are_errors and verdict.warnings)
 
-    def position(self, field_path: str, *, at_key: bool = False) -> Position:
-        return self.start if self.node is None else locate(self.node, field_path, at_key=at_key)
+    def position(self, path: Path, *, at_key: bool = False) -> Position:
+        return self.start if self.node is None else locate(self.node, path, at_key=at_key)
 
     def problem_entries(self) -> list[Entry]:
         """Each problem, then the omitted count, then (when strict) the warnings."""
@@ -108,21 +101,21 @@ class Result:
                 p.field,
                 str(p.type),
                 p.message,
-                self.position(p.field, at_key=p.type is ErrorType.FORBIDDEN),
+                self.position(p.path, at_key=p.type is ErrorType.FORBIDDEN),
             )
             for p in verdict.problems
         ]
         if verdict.omitted:
             message = more_problems(verdict.omitted)
             path = INLINE.path if self.checked.kind == INLINE.kind else STORE.path
-            entries.append(Entry(path, "Omitted", message, self.position(path)))
+            entries.append(Entry(str(path), "Omitted", message, self.position(path)))
         if self.warnings_are_errors:
             entries.extend(self.warning_entries())
         return entries
 
     def warning_entries(self) -> list[Entry]:
         return [
-            Entry(w.field, "Warning", w.message, self.position(w.field))
+            Entry(w.field, "Warning", w.message, self.position(w.path))
             for w in self.checked.verdict.warnings
         ]
 

@@ -8,6 +8,8 @@ about all of it is in `messages.py` here.
 
 from typing import Final, Literal, get_args
 
+from webhook.rules.field_path import Path
+
 GROUP: Final = "agents.ctxmesh.ai"
 VERSION: Final = "v1beta1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
@@ -17,8 +19,10 @@ SINGULAR: Final = "feedbackstore"
 SHORT_NAMES: Final = ("fs",)
 CATEGORIES: Final = ("agents",)
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
-# Where a FeedbackStore's declaration stands in it; the inline form's is `inline.FEEDBACK_PATH`.
+# Where a FeedbackStore's declaration stands in it (the inline form's is `forms.INLINE`): the
+# field's name, and the path every problem of the declaration stands under.
 SPEC_PATH: Final = "spec"
+SPEC: Final = Path(SPEC_PATH)
 
 Mode = Literal["Enforce", "Monitor"]
 DataType = Literal["NUMERIC", "BOOLEAN", "CATEGORICAL"]

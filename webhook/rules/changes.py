@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from webhook.rules import api
+from webhook.rules.field_path import Path
 
 HUMAN = ""  # the source of a human score; any other source is a channel's name
 
@@ -58,7 +59,7 @@ class _Score(NamedTuple):
     name: str
     data_type: str
     source: str
-    path: str  # where it is declared: <spec>.human.scores[i] or <spec>.external[j].score
+    path: Path  # where it is declared: <spec>.human.scores[i] or <spec>.external[j].score
 
 
 class _View(NamedTuple):
@@ -93,8 +94,8 @@ def spec_changes(old_spec: object, new_spec: object) -> tuple[Change, ...]:
 
 
 def changed_fields(
-    changes: Sequence[Change], new_spec: object, path: str = api.SPEC_PATH
-) -> list[str]:
+    changes: Sequence[Change], new_spec: object, path: Path = api.SPEC
+) -> list[Path]:
     """The field path of `new_spec`, standing at `path`, where each of `changes` shows, for a
     position (the CLI's). What is gone is shown at the list that no longer holds it.
     """
@@ -102,22 +103,22 @@ def changed_fields(
     return [_field(change, new, path) for change in changes]
 
 
-def _field(change: Change, new: _View, path: str) -> str:
+def _field(change: Change, new: _View, path: Path) -> Path:
     now = new.scores.get(change.new_name or change.name)
     kind = change.kind
     if kind in (ChangeKind.MODE_ENFORCED, ChangeKind.MODE_MONITORED):
-        return f"{path}.mode"
+        return path.child("mode")
     if kind is ChangeKind.CHANNEL_RENAMED:
-        return new.channels[change.new_name].path.removesuffix(".score") + ".name"
+        return new.channels[change.new_name].path.parent.child("name")
     if kind is ChangeKind.SCORE_RENAMED and now is not None:
-        return f"{now.path}.name"
+        return now.path.child("name")
     if kind is ChangeKind.DATA_TYPE_CHANGED and now is not None:
-        return f"{now.path}.dataType"
+        return now.path.child("dataType")
     if kind is ChangeKind.SCORE_MOVED and now is not None:
         return now.path
     if change.source == HUMAN and kind is not ChangeKind.CHANNEL_REMOVED:
-        return f"{path}.human.scores"
-    return f"{path}.external"
+        return path.child("human").child("scores")
+    return path.child("external")
 
 
 def _channel_changes(
@@ -179,25 +180,27 @@ def _score_changes(score: _Score, new: _View, renamed: str | None, enforce: bool
     return changes
 
 
-def _view(spec: object, path: str = api.SPEC_PATH) -> _View:
+def _view(spec: object, path: Path = api.SPEC) -> _View:
     spec = spec if isinstance(spec, dict) else {}
     mode = spec.get("mode")
     human = spec.get("human")
     entries = human.get("scores") if isinstance(human, dict) else None
+    scores_path = path.child("human").child("scores")
     declared = tuple(
         s
         for s in (
-            _score(e, HUMAN, f"{path}.human.scores[{i}]")
+            _score(e, HUMAN, scores_path.index(i))
             for i, e in enumerate(_items(entries, api.MAX_HUMAN_SCORES))
         )
         if s is not None
     )
+    external = path.child("external")
     channels: dict[str, _Score] = {}
     for index, channel in enumerate(_items(spec.get("external"), api.MAX_EXTERNAL_CHANNELS)):
         name = channel.get("name") if isinstance(channel, dict) else None
         if not isinstance(name, str) or not name or name in channels:
             continue
-        score = _score(channel.get("score"), name, f"{path}.external[{index}].score")
+        score = _score(channel.get("score"), name, external.index(index).child("score"))
         if score is not None:
             channels[name] = score
     scores: dict[str, _Score] = {}
@@ -211,7 +214,7 @@ def _items(value: object, limit: int) -> list[Any]:
     return value[:limit] if isinstance(value, list) else []
 
 
-def _score(entry: object, source: str, path: str) -> _Score | None:
+def _score(entry: object, source: str, path: Path) -> _Score | None:
     name = entry.get("name") if isinstance(entry, dict) else None
     if not isinstance(name, str) or not name or not isinstance(entry, dict):
         return None

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from webhook.rules.field_path import Path
 from webhook.text import ELLIPSIS, cut
 
 # A bad string value is shown as its first 64 characters and an ellipsis: a 1 MiB bad value
@@ -101,10 +102,15 @@ def quote(text: str) -> str:
 class Problem:
     """One field error: where, what kind, the offending value and why."""
 
-    field: str
+    path: Path
     type: ErrorType
     bad_value: Any = _OMIT
     detail: str = ""
+
+    @property
+    def field(self) -> str:
+        """The path as kube-apiserver prints it (`spec.human.scores[1].name`)."""
+        return str(self.path)
 
     @property
     def message(self) -> str:
@@ -124,46 +130,50 @@ class Problem:
 class FieldWarning:
     """Allowed, but surprising: shown by kubectl as `Warning: ...`."""
 
-    field: str
+    path: Path
     message: str
+
+    @property
+    def field(self) -> str:
+        return str(self.path)
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}"
 
 
-def required(field: str, detail: str = "") -> Problem:
-    return Problem(field, ErrorType.REQUIRED, detail=detail)
+def required(path: Path, detail: str = "") -> Problem:
+    return Problem(path, ErrorType.REQUIRED, detail=detail)
 
 
-def invalid(field: str, value: object, detail: str) -> Problem:
-    return Problem(field, ErrorType.INVALID, value, detail)
+def invalid(path: Path, value: object, detail: str) -> Problem:
+    return Problem(path, ErrorType.INVALID, value, detail)
 
 
-def duplicate(field: str, value: object, detail: str = "") -> Problem:
-    return Problem(field, ErrorType.DUPLICATE, value, detail)
+def duplicate(path: Path, value: object, detail: str = "") -> Problem:
+    return Problem(path, ErrorType.DUPLICATE, value, detail)
 
 
-def not_supported(field: str, value: object, supported: tuple[str, ...]) -> Problem:
+def not_supported(path: Path, value: object, supported: tuple[str, ...]) -> Problem:
     listed = ", ".join(quote(s) for s in supported)
-    return Problem(field, ErrorType.NOT_SUPPORTED, value, f"supported values: {listed}")
+    return Problem(path, ErrorType.NOT_SUPPORTED, value, f"supported values: {listed}")
 
 
-def too_long(field: str, limit: int) -> Problem:
-    return Problem(field, ErrorType.TOO_LONG, detail=f"may not be more than {limit} characters")
+def too_long(path: Path, limit: int) -> Problem:
+    return Problem(path, ErrorType.TOO_LONG, detail=f"may not be more than {limit} characters")
 
 
-def too_many(field: str, actual: int, limit: int) -> Problem:
-    return Problem(field, ErrorType.TOO_MANY, actual, f"must have at most {limit} items")
+def too_many(path: Path, actual: int, limit: int) -> Problem:
+    return Problem(path, ErrorType.TOO_MANY, actual, f"must have at most {limit} items")
 
 
-def type_invalid(field: str, value: object, expected: str) -> Problem:
+def type_invalid(path: Path, value: object, expected: str) -> Problem:
     return Problem(
-        field, ErrorType.TYPE_INVALID, json_type_name(value), f"must be of type {expected}"
+        path, ErrorType.TYPE_INVALID, json_type_name(value), f"must be of type {expected}"
     )
 
 
-def unknown_field(field: str, hint: str = "") -> Problem:
-    detail = f"unknown field {quote(field)}"
-    if hint:
-        detail = f"{detail}; did you mean {quote(hint)}?"
-    return Problem(field, ErrorType.FORBIDDEN, detail=detail)
+def unknown_field(path: Path, hint: Path | None = None) -> Problem:
+    detail = f"unknown field {quote(str(path))}"
+    if hint is not None:
+        detail = f"{detail}; did you mean {quote(str(hint))}?"
+    return Problem(path, ErrorType.FORBIDDEN, detail=detail)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Final, NamedTuple
 
 from webhook.rules import api, inuse
+from webhook.rules.field_path import Path
 from webhook.rules.verdict import Verdict, validate_feedbackstore, validate_spec
 
 # The agent's served versions: v1alpha1 (deprecated) and the storage version, one spec type.
@@ -26,17 +27,12 @@ class Form(NamedTuple):
     kind: str
     group: str
     plural: str
-    keys: tuple[str, ...]
+    path: Path  # the declaration's field path: the base of every problem's path
     api_versions: tuple[str, ...]
-
-    @property
-    def path(self) -> str:
-        """The declaration's field path: the base of every problem's path."""
-        return ".".join(self.keys)
 
     def declaration(self, obj: object) -> object:
         """The declaration as sent, None when absent (a null is absent: Kubernetes drops it)."""
-        for key in self.keys:
+        for key in self.path.steps:
             if type(obj) is not dict:
                 return None
             obj = obj.get(key)
@@ -49,11 +45,11 @@ class Form(NamedTuple):
         return validate_spec(self.declaration(obj), self.path)
 
 
-STORE: Final = Form(api.KIND, api.GROUP, api.PLURAL, (api.SPEC_PATH,), (api.API_VERSION,))
+STORE: Final = Form(api.KIND, api.GROUP, api.PLURAL, api.SPEC, (api.API_VERSION,))
 INLINE: Final = Form(
     inuse.AGENT_KIND,
     inuse.AGENT_GROUP,
     inuse.AGENT_PLURAL,
-    (api.SPEC_PATH, FEEDBACK_FIELD),
+    api.SPEC.child(FEEDBACK_FIELD),
     AGENT_API_VERSIONS,
 )

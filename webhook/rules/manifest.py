@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.rules.field_errors import Problem, not_supported, required
+from webhook.rules.field_path import Path
 from webhook.rules.forms import INLINE, STORE, Form
 from webhook.rules.metadata import validate_metadata
 from webhook.rules.verdict import Unjudged, Verdict, unknown_fields
 
 _KNOWN_TOP_LEVEL = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+_API_VERSION = Path("apiVersion")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +70,12 @@ def check_manifest(doc: dict[str, Any], form: Form = STORE) -> ManifestVerdict:
     head: list[Problem] = []
     api_version = doc.get("apiVersion")
     if api_version is None:
-        head.append(required("apiVersion", f"expected {' or '.join(form.api_versions)}"))
+        head.append(required(_API_VERSION, f"expected {' or '.join(form.api_versions)}"))
     elif api_version not in form.api_versions:
-        head.append(not_supported("apiVersion", api_version, form.api_versions))
+        head.append(not_supported(_API_VERSION, api_version, form.api_versions))
     metadata = doc.get("metadata")
     head.extend(validate_metadata(metadata, form.kind))
-    top = list(unknown_fields(doc, _KNOWN_TOP_LEVEL, ""))  # a few named, the rest counted
+    top = list(unknown_fields(doc, _KNOWN_TOP_LEVEL, Path()))  # a few named, the rest counted
     head.extend(finding for finding in top if isinstance(finding, Problem))
     counted = sum(finding.count for finding in top if isinstance(finding, Unjudged))
     spec_verdict = form.verdict(doc)

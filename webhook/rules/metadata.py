@@ -11,7 +11,11 @@ import re
 
 from webhook.rules import api, messages
 from webhook.rules.field_errors import Problem, invalid, required, too_long, type_invalid
+from webhook.rules.field_path import Path
 
+_METADATA = Path("metadata")
+_NAME = _METADATA.child("name")
+_NAMESPACE = _METADATA.child("namespace")
 _SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 _LABEL_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN = re.compile(_SUBDOMAIN_FMT)
@@ -31,26 +35,24 @@ _LABEL_MSG = (
 def validate_metadata(metadata: object, kind: str = api.KIND) -> list[Problem]:
     """Problems with `metadata.name` (required) and `metadata.namespace` (optional)."""
     if metadata is None:
-        return [required("metadata.name", messages.name_required(kind))]
+        return [required(_NAME, messages.name_required(kind))]
     if type(metadata) is not dict:
-        return [type_invalid("metadata", metadata, "object")]
+        return [type_invalid(_METADATA, metadata, "object")]
     problems: list[Problem] = []
     name = metadata.get("name")
     if name is None or name == "":
-        problems.append(required("metadata.name", messages.name_required(kind)))
+        problems.append(required(_NAME, messages.name_required(kind)))
     else:
-        problems.extend(
-            _check_dns(name, "metadata.name", api.MAX_OBJECT_NAME_LENGTH, subdomain=True)
-        )
+        problems.extend(_check_dns(name, _NAME, api.MAX_OBJECT_NAME_LENGTH, subdomain=True))
     namespace = metadata.get("namespace")
     if namespace is not None and namespace != "":
         problems.extend(
-            _check_dns(namespace, "metadata.namespace", api.MAX_NAMESPACE_LENGTH, subdomain=False)
+            _check_dns(namespace, _NAMESPACE, api.MAX_NAMESPACE_LENGTH, subdomain=False)
         )
     return problems
 
 
-def _check_dns(value: object, path: str, limit: int, *, subdomain: bool) -> list[Problem]:
+def _check_dns(value: object, path: Path, limit: int, *, subdomain: bool) -> list[Problem]:
     if type(value) is not str:
         return [type_invalid(path, value, "string")]
     if len(value) > limit:

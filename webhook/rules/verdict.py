@@ -38,6 +38,7 @@ from webhook.rules.field_errors import (
     type_invalid,
     unknown_field,
 )
+from webhook.rules.field_path import Path
 from webhook.rules.model import CHANNEL_FIELDS, HUMAN_FIELDS, SCORE_FIELDS, SPEC_FIELDS
 from webhook.text import ELLIPSIS, cut
 
@@ -83,11 +84,11 @@ class Verdict(NamedTuple):
 def validate_feedbackstore(obj: object) -> Verdict:
     """Verdict for a whole FeedbackStore object (its `spec`; metadata is the API server's)."""
     if type(obj) is not dict:
-        return verdict_of((type_invalid("", obj, "object"),))
+        return verdict_of((type_invalid(Path(), obj, "object"),))
     return validate_spec(obj.get("spec"))
 
 
-def validate_spec(spec: object, path: str = api.SPEC_PATH) -> Verdict:
+def validate_spec(spec: object, path: Path = api.SPEC) -> Verdict:
     """Verdict for a FeedbackStore spec alone, its problems at paths under `path` (where it
     stands: `spec` in a FeedbackStore, `spec.feedback` in an AgentDeployment); a
     missing spec (None) declares no source."""
@@ -112,7 +113,7 @@ def verdict_of(findings: Iterable[Finding]) -> Verdict:
     return Verdict(tuple(problems), tuple(warnings), omitted)
 
 
-def spec_findings(spec: object, path: str = api.SPEC_PATH) -> Iterator[Finding]:
+def spec_findings(spec: object, path: Path = api.SPEC) -> Iterator[Finding]:
     """What there is to say about a spec at `path`, in the order a reader meets it."""
     if spec is None:
         yield required(path, messages.MSG_NO_SOURCE)
@@ -121,20 +122,19 @@ def spec_findings(spec: object, path: str = api.SPEC_PATH) -> Iterator[Finding]:
         yield type_invalid(path, spec, "object")
         return
     yield from unknown_fields(spec, SPEC_FIELDS, path)
-    yield from _mode(spec.get("mode"), f"{path}.mode")
-    scores, human_names = yield from _human(spec.get("human"), f"{path}.human")
-    channels = yield from _external(spec.get("external"), human_names, f"{path}.external")
+    yield from _mode(spec.get("mode"), path)
+    scores, human_names = yield from _human(spec.get("human"), path)
+    channels = yield from _external(spec.get("external"), human_names, path)
     if scores == 0 and channels == 0:
         yield required(path, messages.MSG_NO_SOURCE)
 
 
-def unknown_fields(obj: dict[Any, Any], known: frozenset[str], path: str) -> Iterator[Finding]:
+def unknown_fields(obj: dict[Any, Any], known: frozenset[str], path: Path) -> Iterator[Finding]:
     """An error per key of `obj` not in `known`, suggesting the closest known one; past the
     first MAX_UNKNOWN_FIELDS_NAMED, the rest only counted."""
     unknown = len(obj) - len(obj.keys() & known)  # in C, whatever the number of keys
     if not unknown:
         return
-    prefix = f"{path}." if path else ""
     named = 0
     for key in obj:  # meets at most len(known) known keys before it stops
         if named == min(unknown, api.MAX_UNKNOWN_FIELDS_NAMED):
@@ -142,7 +142,7 @@ def unknown_fields(obj: dict[Any, Any], known: frozenset[str], path: str) -> Ite
         if key not in known:
             named += 1
             hints = difflib.get_close_matches(str(key)[:_KEY_MATCHED], sorted(known), n=1)
-            yield unknown_field(f"{prefix}{key}", f"{prefix}{hints[0]}" if hints else "")
+            yield unknown_field(path.child(str(key)), path.child(hints[0]) if hints else None)
     if unknown > named:
         yield Unjudged(unknown - named)
 
@@ -152,9 +152,12 @@ def _judged(items: list[Any], limit: int) -> list[Any]:
     return items if len(items) <= limit else items[:limit]
 
 
-def _mode(mode: object, path: str) -> Iterator[Finding]:
+def _mode(mode: object, spec: Path) -> Iterator[Finding]:
+    """Check `<spec>.mode`. Each check below takes the path of the object holding its field and
+    builds the field's only when there is something to say (or more to walk)."""
     if mode is None:
         return
+    path = spec.child("mode")
     if type(mode) is not str:
         yield type_invalid(path, mode, "string")
     elif mode not in api.MODES:
@@ -164,17 +167,18 @@ def _mode(mode: object, path: str) -> Iterator[Finding]:
 
 
 def _human(
-    human: object, owner: str
-) -> Generator[Finding, None, tuple[int | None, dict[str, str]]]:
+    human: object, spec: Path
+) -> Generator[Finding, None, tuple[int | None, dict[str, Path]]]:
     """Check `<spec>.human`; return how many scores it declares and each name's first item."""
     if human is None:
         return 0, {}
+    owner = spec.child("human")
     if type(human) is not dict:
         yield type_invalid(owner, human, "object")
         return None, {}
     yield from unknown_fields(human, HUMAN_FIELDS, owner)
     scores = human.get("scores")
-    path = f"{owner}.scores"
+    path = owner.child("scores")
     if scores is None:
         yield required(path, messages.MSG_HUMAN_SCORES_REQUIRED)
         return 0, {}
@@ -186,33 +190,36 @@ def _human(
         return 0, {}
     if len(scores) > api.MAX_HUMAN_SCORES:
         yield too_many(path, len(scores), api.MAX_HUMAN_SCORES)
-    first_at: dict[str, str] = {}
+    first_at: dict[str, Path] = {}
     for index, score in enumerate(_judged(scores, api.MAX_HUMAN_SCORES)):
-        item = f"{path}[{index}]"
+        item = path.index(index)
         name = yield from _score(score, item)
         if name is None:
             continue
         first = first_at.setdefault(name, item)
         if first is not item:
-            yield _duplicate_name(f"{item}.name", name, messages.MSG_DUP_HUMAN, f"{first}.name")
+            yield _duplicate_name(
+                item.child("name"), name, messages.MSG_DUP_HUMAN, first.child("name")
+            )
     return len(scores), first_at
 
 
 def _external(
-    channels: object, human_names: dict[str, str], path: str
+    channels: object, human_names: dict[str, Path], spec: Path
 ) -> Generator[Finding, None, int | None]:
     """Check `<spec>.external` against the human scores' names; return how many channels."""
     if channels is None:
         return 0
+    path = spec.child("external")
     if type(channels) is not list:
         yield type_invalid(path, channels, "array")
         return None
     if len(channels) > api.MAX_EXTERNAL_CHANNELS:
         yield too_many(path, len(channels), api.MAX_EXTERNAL_CHANNELS)
-    channel_at: dict[str, str] = {}
-    score_at: dict[str, str] = {}
+    channel_at: dict[str, Path] = {}
+    score_at: dict[str, Path] = {}
     for index, channel in enumerate(_judged(channels, api.MAX_EXTERNAL_CHANNELS)):
-        item = f"{path}[{index}]"
+        item = path.index(index)
         if type(channel) is not dict:
             yield type_invalid(item, channel, "object")
             continue
@@ -224,32 +231,33 @@ def _external(
             first = channel_at.setdefault(name, item)
             if first is not item:
                 yield _duplicate_name(
-                    f"{item}.name", name, messages.MSG_DUP_CHANNEL, f"{first}.name"
+                    item.child("name"), name, messages.MSG_DUP_CHANNEL, first.child("name")
                 )
         score = channel.get("score")
         if score is None:
-            yield required(f"{item}.score", messages.MSG_CHANNEL_SCORE_REQUIRED)
+            yield required(item.child("score"), messages.MSG_CHANNEL_SCORE_REQUIRED)
             continue
-        score_name = yield from _score(score, f"{item}.score")
+        score_path = item.child("score")
+        score_name = yield from _score(score, score_path)
         if score_name is None:
             continue
         human_first = human_names.get(score_name)
         if human_first is not None:
-            why, first = messages.MSG_DUP_ACROSS, f"{human_first}.name"
+            why, first = messages.MSG_DUP_ACROSS, human_first.child("name")
         else:
-            why, first = messages.MSG_DUP_EXTERNAL, score_at.setdefault(score_name, item)
-            if first is item:
+            why, first = messages.MSG_DUP_EXTERNAL, score_at.setdefault(score_name, score_path)
+            if first is score_path:
                 continue
-            first = f"{first}.score.name"
-        yield _duplicate_name(f"{item}.score.name", score_name, why, first)
+            first = first.child("name")
+        yield _duplicate_name(score_path.child("name"), score_name, why, first)
     return len(channels)
 
 
-def _duplicate_name(path: str, name: str, why: str, first: str) -> Problem:
-    return duplicate(path, name, messages.first_declared_at(why, first))
+def _duplicate_name(path: Path, name: str, why: str, first: Path) -> Problem:
+    return duplicate(path, name, messages.first_declared_at(why, str(first)))
 
 
-def _score(score: object, path: str) -> Generator[Finding, None, str | None]:
+def _score(score: object, path: Path) -> Generator[Finding, None, str | None]:
     """Check one ScoreDecl; return its name when it is a usable string."""
     if type(score) is not dict:
         yield type_invalid(path, score, "object")
@@ -262,18 +270,18 @@ def _score(score: object, path: str) -> Generator[Finding, None, str | None]:
     if data_type is None:
         data_type = api.DEFAULT_DATA_TYPE
     elif type(data_type) is not str:
-        yield type_invalid(f"{path}.dataType", data_type, "string")
+        yield type_invalid(path.child("dataType"), data_type, "string")
         data_type = None
     elif data_type not in api.DATA_TYPES:
-        yield not_supported(f"{path}.dataType", data_type, api.DATA_TYPES)
+        yield not_supported(path.child("dataType"), data_type, api.DATA_TYPES)
         data_type = None
     categories = score.get("categories")
     if categories is not None:
-        yield from _categories(categories, f"{path}.categories")
+        yield from _categories(categories, path)
     if data_type == api.CATEGORICAL and not categories:
         yield FieldWarning(path, messages.WARN_NO_CATEGORIES)
     elif data_type is not None and data_type != api.CATEGORICAL and categories:
-        yield FieldWarning(f"{path}.categories", messages.warn_categories_ignored(data_type))
+        yield FieldWarning(path.child("categories"), messages.warn_categories_ignored(data_type))
     return name
 
 
@@ -286,7 +294,7 @@ def _untrimmed_channel(shown: str) -> str:
 
 
 def _name(
-    name: object, owner: str, untrimmed: Callable[[str], str] = _untrimmed_score
+    name: object, owner: Path, untrimmed: Callable[[str], str] = _untrimmed_score
 ) -> tuple[str | None, Finding | None]:
     """Check `<owner>.name`: the name when usable, and what there is to say about it.
 
@@ -295,8 +303,8 @@ def _name(
     if type(name) is str and 0 < len(name) <= api.MAX_NAME_LENGTH:
         if name == name.strip():
             return name, None
-        return name, FieldWarning(f"{owner}.name", untrimmed(cut(name, _NAME_IN_WARNING)))
-    path = f"{owner}.name"
+        return name, FieldWarning(owner.child("name"), untrimmed(cut(name, _NAME_IN_WARNING)))
+    path = owner.child("name")
     if name is None or name == "":
         return None, required(path)
     if type(name) is not str:
@@ -304,21 +312,23 @@ def _name(
     return None, too_long(path, api.MAX_NAME_LENGTH)
 
 
-def _categories(categories: object, path: str) -> Iterator[Finding]:
+def _categories(categories: object, score: Path) -> Iterator[Finding]:
+    """Check `<score>.categories`."""
     if type(categories) is not list:
-        yield type_invalid(path, categories, "array")
+        yield type_invalid(score.child("categories"), categories, "array")
         return
     if len(categories) > api.MAX_CATEGORIES:
-        yield too_many(path, len(categories), api.MAX_CATEGORIES)
+        yield too_many(score.child("categories"), len(categories), api.MAX_CATEGORIES)
         categories = categories[: api.MAX_CATEGORIES]
     if _distinct_strings(categories):
         return
+    path = score.child("categories")
     seen: set[str] = set()
     for index, category in enumerate(categories):
         if type(category) is not str:
-            yield type_invalid(f"{path}[{index}]", category, "string")
+            yield type_invalid(path.index(index), category, "string")
         elif category in seen:
-            yield duplicate(f"{path}[{index}]", category)
+            yield duplicate(path.index(index), category)
         else:
             seen.add(category)
 

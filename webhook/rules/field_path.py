@@ -16,9 +16,8 @@ Step = str | int
 class Path:
     """An immutable path: `Path("spec").child("human").child("scores").index(1)`.
 
-    Linked to its parent, so a step costs one small object (the verdict builds one per item it
-    walks: bench/rules/ab_verdict.py); its text and steps are worked out when first asked for and
-    kept, so siblings share their parent's.
+    Linked to its parent, so a step costs one small object; its text and steps are worked out
+    when first asked for and kept, so siblings share their parent's.
     """
 
     # `_text` is None and `_steps` unset until asked for.
@@ -35,35 +34,23 @@ class Path:
         step: Step | None = None
         for name in names:
             if step is not None:
-                parent = Path._linked(parent, step)
+                parent = _linked(parent, step)
             step = name
         self._parent = parent
         self._step = step
         self._text = None
 
-    @staticmethod
-    def _linked(parent: Path | None, step: Step) -> Path:
-        path = _new(Path)
-        path._parent = parent
-        path._step = step
-        path._text = None
-        return path
-
     def child(self, name: str) -> Path:
         """The field `name` of the object at this path."""
-        path = _new(Path)
-        path._parent = self
-        path._step = name
-        path._text = None
-        return path
+        return _linked(self, name)
 
     def index(self, position: int) -> Path:
         """The item at `position` of the list at this path."""
-        path = _new(Path)
-        path._parent = self
-        path._step = position
-        path._text = None
-        return path
+        return _linked(self, position)
+
+    def at(self, step: Step) -> Path:
+        """`child(step)` for a name, `index(step)` for a position."""
+        return _linked(self, step)
 
     @property
     def parent(self) -> Path:
@@ -110,6 +97,15 @@ class Path:
 
     def __hash__(self) -> int:
         return hash(self.steps)
+
+
+def _linked(parent: Path | None, step: Step) -> Path:
+    """A step below `parent`, made without `__init__`'s loop."""
+    path = _new(Path)
+    path._parent = parent
+    path._step = step
+    path._text = None
+    return path
 
 
 _new = object.__new__

@@ -38,7 +38,7 @@ from webhook.rules.field_errors import (
     type_invalid,
     unknown_field,
 )
-from webhook.rules.field_path import Path
+from webhook.rules.field_path import Path, Step
 from webhook.rules.model import CHANNEL_FIELDS, HUMAN_FIELDS, SCORE_FIELDS, SPEC_FIELDS
 from webhook.text import ELLIPSIS, cut
 
@@ -129,12 +129,15 @@ def spec_findings(spec: object, path: Path = api.SPEC) -> Iterator[Finding]:
         yield required(path, messages.MSG_NO_SOURCE)
 
 
-def unknown_fields(obj: dict[Any, Any], known: frozenset[str], path: Path) -> Iterator[Finding]:
-    """An error per key of `obj` not in `known`, suggesting the closest known one; past the
-    first MAX_UNKNOWN_FIELDS_NAMED, the rest only counted."""
+def unknown_fields(
+    obj: dict[Any, Any], known: frozenset[str], owner: Path, step: Step | None = None
+) -> Iterator[Finding]:
+    """An error per key of `obj` (at `owner`, or at its `step`) not in `known`, suggesting the
+    closest known one; past the first MAX_UNKNOWN_FIELDS_NAMED, the rest only counted."""
     unknown = len(obj) - len(obj.keys() & known)  # in C, whatever the number of keys
     if not unknown:
         return
+    path = owner if step is None else owner.at(step)
     named = 0
     for key in obj:  # meets at most len(known) known keys before it stops
         if named == min(unknown, api.MAX_UNKNOWN_FIELDS_NAMED):
@@ -153,8 +156,10 @@ def _judged(items: list[Any], limit: int) -> list[Any]:
 
 
 def _mode(mode: object, spec: Path) -> Iterator[Finding]:
-    """Check `<spec>.mode`. Each check below takes the path of the object holding its field and
-    builds the field's only when there is something to say (or more to walk)."""
+    """Check `<spec>.mode`. Each check below takes the path of what holds its field (and, for
+    a list's item, the item's index) and builds the field's own path only when there is
+    something to say: the walk of a valid store builds a path per list, not per item
+    (bench/rules/ab_verdict.py)."""
     if mode is None:
         return
     path = spec.child("mode")
@@ -168,8 +173,8 @@ def _mode(mode: object, spec: Path) -> Iterator[Finding]:
 
 def _human(
     human: object, spec: Path
-) -> Generator[Finding, None, tuple[int | None, dict[str, Path]]]:
-    """Check `<spec>.human`; return how many scores it declares and each name's first item."""
+) -> Generator[Finding, None, tuple[int | None, dict[str, int]]]:
+    """Check `<spec>.human`; return how many scores it declares and each name's first index."""
     if human is None:
         return 0, {}
     owner = spec.child("human")
@@ -190,22 +195,19 @@ def _human(
         return 0, {}
     if len(scores) > api.MAX_HUMAN_SCORES:
         yield too_many(path, len(scores), api.MAX_HUMAN_SCORES)
-    first_at: dict[str, Path] = {}
+    first_at: dict[str, int] = {}
     for index, score in enumerate(_judged(scores, api.MAX_HUMAN_SCORES)):
-        item = path.index(index)
-        name = yield from _score(score, item)
+        name = yield from _score(score, path, index)
         if name is None:
             continue
-        first = first_at.setdefault(name, item)
-        if first is not item:
-            yield _duplicate_name(
-                item.child("name"), name, messages.MSG_DUP_HUMAN, first.child("name")
-            )
+        first = first_at.setdefault(name, index)
+        if first != index:
+            yield _duplicate_name(path, index, name, messages.MSG_DUP_HUMAN, path, first)
     return len(scores), first_at
 
 
 def _external(
-    channels: object, human_names: dict[str, Path], spec: Path
+    channels: object, human_names: dict[str, int], spec: Path
 ) -> Generator[Finding, None, int | None]:
     """Check `<spec>.external` against the human scores' names; return how many channels."""
     if channels is None:
@@ -216,72 +218,78 @@ def _external(
         return None
     if len(channels) > api.MAX_EXTERNAL_CHANNELS:
         yield too_many(path, len(channels), api.MAX_EXTERNAL_CHANNELS)
-    channel_at: dict[str, Path] = {}
-    score_at: dict[str, Path] = {}
+    channel_at: dict[str, int] = {}
+    score_at: dict[str, int] = {}
     for index, channel in enumerate(_judged(channels, api.MAX_EXTERNAL_CHANNELS)):
-        item = path.index(index)
         if type(channel) is not dict:
-            yield type_invalid(item, channel, "object")
+            yield type_invalid(path.index(index), channel, "object")
             continue
-        yield from unknown_fields(channel, CHANNEL_FIELDS, item)
-        name, said = _name(channel.get("name"), item, _untrimmed_channel)
+        yield from unknown_fields(channel, CHANNEL_FIELDS, path, index)
+        name, said = _name(channel.get("name"), path, index, _untrimmed_channel)
         if said is not None:
             yield said
         if name is not None:
-            first = channel_at.setdefault(name, item)
-            if first is not item:
-                yield _duplicate_name(
-                    item.child("name"), name, messages.MSG_DUP_CHANNEL, first.child("name")
-                )
+            first = channel_at.setdefault(name, index)
+            if first != index:
+                yield _duplicate_name(path, index, name, messages.MSG_DUP_CHANNEL, path, first)
         score = channel.get("score")
         if score is None:
-            yield required(item.child("score"), messages.MSG_CHANNEL_SCORE_REQUIRED)
+            yield required(path.index(index).child("score"), messages.MSG_CHANNEL_SCORE_REQUIRED)
             continue
-        score_path = item.child("score")
-        score_name = yield from _score(score, score_path)
+        item = path.index(index)
+        score_name = yield from _score(score, item, "score")
         if score_name is None:
             continue
         human_first = human_names.get(score_name)
+        first_step: Step
         if human_first is not None:
-            why, first = messages.MSG_DUP_ACROSS, human_first.child("name")
+            human = spec.child("human").child("scores")
+            why, first_owner, first_step = messages.MSG_DUP_ACROSS, human, human_first
         else:
-            why, first = messages.MSG_DUP_EXTERNAL, score_at.setdefault(score_name, score_path)
-            if first is score_path:
+            first = score_at.setdefault(score_name, index)
+            if first == index:
                 continue
-            first = first.child("name")
-        yield _duplicate_name(score_path.child("name"), score_name, why, first)
+            why, first_owner, first_step = messages.MSG_DUP_EXTERNAL, path.index(first), "score"
+        yield _duplicate_name(item, "score", score_name, why, first_owner, first_step)
     return len(channels)
 
 
-def _duplicate_name(path: Path, name: str, why: str, first: Path) -> Problem:
-    return duplicate(path, name, messages.first_declared_at(why, str(first)))
+def _duplicate_name(
+    owner: Path, step: Step, name: str, why: str, first_owner: Path, first_step: Step
+) -> Problem:
+    """`<owner>[step].name` declares `name` again, first declared at `<first_owner>[step].name`."""
+    first = first_owner.at(first_step).child("name")
+    return duplicate(
+        owner.at(step).child("name"), name, messages.first_declared_at(why, str(first))
+    )
 
 
-def _score(score: object, path: Path) -> Generator[Finding, None, str | None]:
-    """Check one ScoreDecl; return its name when it is a usable string."""
+def _score(score: object, owner: Path, step: Step) -> Generator[Finding, None, str | None]:
+    """Check the ScoreDecl at `<owner>[step]`; return its name when it is a usable string."""
     if type(score) is not dict:
-        yield type_invalid(path, score, "object")
+        yield type_invalid(owner.at(step), score, "object")
         return None
-    yield from unknown_fields(score, SCORE_FIELDS, path)
-    name, said = _name(score.get("name"), path)
+    yield from unknown_fields(score, SCORE_FIELDS, owner, step)
+    name, said = _name(score.get("name"), owner, step)
     if said is not None:
         yield said
     data_type = score.get("dataType")
     if data_type is None:
         data_type = api.DEFAULT_DATA_TYPE
     elif type(data_type) is not str:
-        yield type_invalid(path.child("dataType"), data_type, "string")
+        yield type_invalid(owner.at(step).child("dataType"), data_type, "string")
         data_type = None
     elif data_type not in api.DATA_TYPES:
-        yield not_supported(path.child("dataType"), data_type, api.DATA_TYPES)
+        yield not_supported(owner.at(step).child("dataType"), data_type, api.DATA_TYPES)
         data_type = None
     categories = score.get("categories")
     if categories is not None:
-        yield from _categories(categories, path)
+        yield from _categories(categories, owner, step)
     if data_type == api.CATEGORICAL and not categories:
-        yield FieldWarning(path, messages.WARN_NO_CATEGORIES)
+        yield FieldWarning(owner.at(step), messages.WARN_NO_CATEGORIES)
     elif data_type is not None and data_type != api.CATEGORICAL and categories:
-        yield FieldWarning(path.child("categories"), messages.warn_categories_ignored(data_type))
+        warning = messages.warn_categories_ignored(data_type)
+        yield FieldWarning(owner.at(step).child("categories"), warning)
     return name
 
 
@@ -294,17 +302,15 @@ def _untrimmed_channel(shown: str) -> str:
 
 
 def _name(
-    name: object, owner: Path, untrimmed: Callable[[str], str] = _untrimmed_score
+    name: object, owner: Path, step: Step, untrimmed: Callable[[str], str] = _untrimmed_score
 ) -> tuple[str | None, Finding | None]:
-    """Check `<owner>.name`: the name when usable, and what there is to say about it.
-
-    The path is only built when there is something to say.
-    """
+    """Check `<owner>[step].name`: the name when usable, and what there is to say about it."""
     if type(name) is str and 0 < len(name) <= api.MAX_NAME_LENGTH:
         if name == name.strip():
             return name, None
-        return name, FieldWarning(owner.child("name"), untrimmed(cut(name, _NAME_IN_WARNING)))
-    path = owner.child("name")
+        warning = untrimmed(cut(name, _NAME_IN_WARNING))
+        return name, FieldWarning(owner.at(step).child("name"), warning)
+    path = owner.at(step).child("name")
     if name is None or name == "":
         return None, required(path)
     if type(name) is not str:
@@ -312,17 +318,17 @@ def _name(
     return None, too_long(path, api.MAX_NAME_LENGTH)
 
 
-def _categories(categories: object, score: Path) -> Iterator[Finding]:
-    """Check `<score>.categories`."""
+def _categories(categories: object, owner: Path, step: Step) -> Iterator[Finding]:
+    """Check `<owner>[step].categories`."""
     if type(categories) is not list:
-        yield type_invalid(score.child("categories"), categories, "array")
+        yield type_invalid(owner.at(step).child("categories"), categories, "array")
         return
     if len(categories) > api.MAX_CATEGORIES:
-        yield too_many(score.child("categories"), len(categories), api.MAX_CATEGORIES)
+        yield too_many(owner.at(step).child("categories"), len(categories), api.MAX_CATEGORIES)
         categories = categories[: api.MAX_CATEGORIES]
     if _distinct_strings(categories):
         return
-    path = score.child("categories")
+    path = owner.at(step).child("categories")
     seen: set[str] = set()
     for index, category in enumerate(categories):
         if type(category) is not str:

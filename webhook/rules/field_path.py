@@ -70,23 +70,16 @@ class Path:
     def __str__(self) -> str:
         """As kube-apiserver prints it: `spec.human.scores[1].name`."""
         text = self._text
-        return self._render() if text is None else text
-
-    def _render(self) -> str:
-        """The text, from the nearest ancestor whose text is known (the root's is empty)."""
-        unsaid: list[Path] = []
-        path: Path | None = self
-        while path is not None and path._text is None:
-            unsaid.append(path)
-            path = path._parent
-        text = "" if path is None else path._text or ""
-        for path in reversed(unsaid):
-            step = path._step
+        if text is None:
+            parent, step = self._parent, self._step
+            head = "" if parent is None else (parent._text or str(parent))
             if isinstance(step, int):
-                text = f"{text}[{step}]"
-            elif step is not None:
-                text = f"{text}.{step}" if text else step
-            path._text = text
+                text = f"{head}[{step}]"
+            elif step is None:
+                text = head
+            else:
+                text = f"{head}.{step}" if head else step
+            self._text = text
         return text
 
     def __repr__(self) -> str:

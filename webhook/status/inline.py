@@ -29,7 +29,7 @@ from webhook.status.writer_metrics import WriterMetrics
 
 log = logger("status.inline")
 
-FEEDBACK_PATH: Final = INLINE.path
+FEEDBACK_PATH: Final = str(INLINE.path)
 COHERENT: Final = f"{FEEDBACK_PATH} is coherent"
 
 

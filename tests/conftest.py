@@ -8,7 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.kube import prebuild
+# The asserts of helpers that hold a test's checks report their values, as in a test module.
+# Registered here, before any test module is imported: tests/docs imports from tests/kube, and
+# is collected before tests/kube's own conftest runs.
+pytest.register_assert_rewrite("tests.kube.kubectl_support")
+
+from tests.kube import prebuild  # noqa: E402 (after the registration above)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -5,7 +5,7 @@ The manifests under manifests/ (and the Helm chart generated from them) create t
 `doctor` looks them up and names them in its hints, `certs` issues the serving certificate for
 the Service and writes the Secret and the `caBundle` patch, `serve` listens on the port, and the
 status writer takes its Lease, its field manager and its metrics port from here. Standard
-library only: every command's parser reads it for its defaults. tests/test_install_names.py
+library only: every command's parser reads it for its defaults. tests/webhook/test_install.py
 reads the shipped YAML and fails when a name there and here part.
 """
 

@@ -71,7 +71,7 @@ from tests.kube.cluster import (
     platform_today_crd,
 )
 from tests.kube.controlplane import ControlPlane, binaries, running
-from tests.status_support import mirrors_verdict
+from tests.support.status_writer import mirrors_verdict
 from webhook.install import FIELD_MANAGER
 from webhook.kube.timestamps import utc_now
 from webhook.status.kubeapi import APPLY_PATCH

@@ -36,8 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.emulator import ApiServerEmulator  # noqa: E402
-from tests.status_support import fs, mirrors_verdict  # noqa: E402
+from tests.support.emulator import ApiServerEmulator  # noqa: E402
+from tests.support.status_writer import fs, mirrors_verdict  # noqa: E402
 
 SCRIPT = str(Path(sys.executable).with_name("feedbackstore-webhook"))
 NAMESPACES = [f"team-{i:02d}" for i in range(20)]

@@ -26,8 +26,8 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from tests.admission_support.servers import ConsoleServer
 from tests.kube.controlplane import ControlPlane, free_port
+from tests.support.servers import ConsoleServer
 from webhook.certs.issue import issue_bundle
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -21,9 +21,6 @@ from tests.kube.controlplane import (
     binaries,
 )
 
-# The asserts of helpers that hold a test's checks report their values, as in a test module.
-pytest.register_assert_rewrite("tests.kube.kubectl_support")
-
 _BUILT = pytest.StashKey["pathlib.Path | Exception"]()
 
 

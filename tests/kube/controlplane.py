@@ -32,7 +32,7 @@ from typing import IO, Any
 import yaml
 
 from tests.kube import pki as pki_module
-from tests.kubectl_binary import kubectl
+from tests.support.kubectl_binary import kubectl
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tests" / "controlplane" / "build.sh"

@@ -24,6 +24,8 @@ from _pytest.mark.expression import Expression
 from tests.kube.controlplane import REQUIRE_ENV, ControlPlaneUnavailableError, binaries
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
+# Where no `kube` test lives: a run given only paths in these needs no control plane.
+_NO_KUBE_TESTS = (TESTS / "webhook", TESTS / "support", TESTS / "docs")
 _RESULT = pytest.StashKey["pathlib.Path | Exception"]()
 _WORKERINPUT = "feedbackstore_controlplane"
 _KINDS: dict[str, type[Exception]] = {
@@ -74,7 +76,8 @@ def built(config: pytest.Config) -> pathlib.Path | Exception | None:
 
 def may_select_kube_tests(config: pytest.Config) -> bool:
     """False when no `kube` test can run: `--collect-only`, a `-m` that excludes `kube`, or
-    only modules directly in tests/ (where none lives). Anything else may select one."""
+    only paths under the folders where none lives (the package's unit tests, the support
+    code's, the docs'). Anything else may select one."""
     if config.option.collectonly:
         return False
     markexpr = config.option.markexpr
@@ -82,7 +85,7 @@ def may_select_kube_tests(config: pytest.Config) -> bool:
         return False
     here = config.invocation_params.dir
     paths = [(here / arg.split("::")[0]).resolve() for arg in config.args]
-    return not all(path.is_file() and path.parent == TESTS for path in paths)
+    return not all(any(path.is_relative_to(f) for f in _NO_KUBE_TESTS) for path in paths)
 
 
 def _printer(config: pytest.Config) -> Any:

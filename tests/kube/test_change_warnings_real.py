@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from tests.admission_support.reviews import valid_spec
 from tests.kube.cluster import eventually, install_crd, platform_today_crd, shipped_crd
 from tests.kube.controlplane import ControlPlane
 from tests.kube.inuse_support import Agents, agent_crd_installed
@@ -34,6 +33,7 @@ from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     succeeded,
 )
 from tests.kube.status_writer_support import Stores, WriterProcess
+from tests.support.reviews import valid_spec
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

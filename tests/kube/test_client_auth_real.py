@@ -36,7 +36,7 @@ from tests.kube.cluster import (
     webhook_server,
 )
 from tests.kube.controlplane import REPO, ControlPlane, free_port, running
-from tests.test_server_client_auth import first_bytes
+from tests.webhook.server.test_client_auth import first_bytes
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

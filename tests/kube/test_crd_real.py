@@ -5,8 +5,9 @@ see, and what everyone sees first (schema and CEL run before any webhook), so
 the texts are asserted exactly as kube-apiserver answers them: the Status
 `message` and `details.causes` the official client's ApiException carries,
 and what `kubectl create -f -` prints. The corpus is the rules package's own
-(tests/test_rules_verdict.py, tests/test_crd_cel.py, tests/test_crd_schema.py):
-on every case the real server, the verdict and the cel-python harness agree.
+(tests/webhook/rules/test_verdict.py, tests/webhook/manifests/test_cel_rules.py,
+tests/webhook/manifests/test_crd.py): on every case the real server, the verdict and the
+cel-python harness agree.
 
 kube-apiserver lists the causes of one object in no fixed order (its schema
 validation walks Go maps), so several causes are compared as a set.
@@ -25,7 +26,6 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from tests.crd_apiserver import CrdServer
 from tests.kube.cluster import (
     API_VERSION,
     GROUP,
@@ -40,10 +40,11 @@ from tests.kube.cluster import (
     shipped_crd,
 )
 from tests.kube.controlplane import ControlPlane
-from tests.rules_builders import channel, channels, human, score, scores
-from tests.test_crd_cel import CROSS_FIELD_CASES
-from tests.test_crd_schema import PER_FIELD_CASES
-from tests.test_rules_verdict import CASES
+from tests.support.crd_apiserver import CrdServer
+from tests.support.rules_builders import channel, channels, human, score, scores
+from tests.webhook.manifests.test_cel_rules import CROSS_FIELD_CASES
+from tests.webhook.manifests.test_crd import PER_FIELD_CASES
+from tests.webhook.rules.test_verdict import CASES
 from webhook.manifests.cel_rules import SPEC_RULES
 from webhook.manifests.crd import crd_manifest
 from webhook.rules import ErrorType, messages, validate_spec

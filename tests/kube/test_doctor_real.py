@@ -30,7 +30,6 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from tests.admission_support.servers import ConsoleServer, console_script
 from tests.kube.cluster import (
     API_VERSION,
     GROUP,
@@ -50,6 +49,7 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane, free_port
 from tests.kube.inuse_support import AGENT_GROUP, AGENT_PLURAL, agent_crd_installed
+from tests.support.servers import ConsoleServer, console_script
 from webhook.certs.issue import Bundle, issue_bundle
 from webhook.cli.main import main
 from webhook.rules.api import CRD_NAME

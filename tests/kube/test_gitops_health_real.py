@@ -2,7 +2,7 @@
 
 Each case makes a store on the real kube-apiserver, runs the status writer (the console
 script) as far as the case needs, reads the object back, and hands it to the tools' own
-code (tests/gitops_tool.py): kstatus' `status.Compute` from sigs.k8s.io/cli-utils and
+code (tests/support/gitops_tool.py): kstatus' `status.Compute` from sigs.k8s.io/cli-utils and
 from Flux's fork, and the shipped Argo CD health.lua on gopher-lua.
 
 The objects read back are Argo CD's testdata (argocd/.../FeedbackStore/testdata): each
@@ -29,7 +29,6 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from tests.gitops_tool import ARGOCD, GitopsTool, Health, _gitops_tool  # noqa: F401 (fixture)
 from tests.kube.cluster import (
     eventually,
     install_crd,
@@ -50,6 +49,7 @@ from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     condition_of,
     create_unguarded,
 )
+from tests.support.gitops_tool import ARGOCD, GitopsTool, Health, _gitops_tool  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

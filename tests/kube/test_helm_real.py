@@ -4,8 +4,8 @@
 (tests/helm/values-every-knob.yaml), then `kubectl apply --server-side --dry-run=server
 --validate=strict`: kube-apiserver decodes, defaults, validates and admits each object as it
 would on `helm install`, persisting nothing. The kinds of cert-manager and the Prometheus
-Operator have no CRD here and are left out (tests/test_helm_chart.py checks them against
-manifests/; promtool checks the rules).
+Operator have no CRD here and are left out (tests/webhook/manifests/test_chart.py checks them
+against manifests/; promtool checks the rules).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import sys
 import pytest
 import yaml
 
-from tests import helm_binary
-from tests.helm_binary import CHART
 from tests.kube.cluster import install_crd, new_namespace, shipped_crd
 from tests.kube.controlplane import ControlPlane
-from tests.manifest_render import MANIFESTS
+from tests.support import helm_binary
+from tests.support.helm_binary import CHART
+from tests.support.manifest_render import MANIFESTS
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

@@ -2,8 +2,9 @@
 `spec.feedback`, under the tests' AgentDeployment CRD (tests/kube/agents_crd.py) in both
 variants, with this webhook registered as shipped (by `url:`, every entry, test namespaces).
 
-- Every case of the rules' corpus (tests/test_rules_verdict.py, tests/test_crd_cel.py,
-  tests/test_crd_schema.py: the cases the FeedbackStore real-server tests send) goes in as
+- Every case of the rules' corpus (tests/webhook/rules/test_verdict.py,
+  tests/webhook/manifests/test_cel_rules.py, tests/webhook/manifests/test_crd.py: the cases the
+  FeedbackStore real-server tests send) goes in as
   `spec.feedback` through `kubectl create --dry-run=server`, in `v1alpha1` and `v1beta1`:
   what answers (the schema, the platform's CEL, the webhook, or nobody: created) and what
   kubectl prints is recorded per case, and the webhook, when it answers, reports every
@@ -59,9 +60,9 @@ from tests.kube.kubectl_support import (
     reviews_answered,
     succeeded,
 )
-from tests.test_crd_cel import CROSS_FIELD_CASES
-from tests.test_crd_schema import PER_FIELD_CASES
-from tests.test_rules_verdict import CASES
+from tests.webhook.manifests.test_cel_rules import CROSS_FIELD_CASES
+from tests.webhook.manifests.test_crd import PER_FIELD_CASES
+from tests.webhook.rules.test_verdict import CASES
 from webhook.admission.denial import invalid_status
 from webhook.admission.warnings import bounded
 from webhook.install import AGENT_ENTRY as AGENT_WEBHOOK_NAME

@@ -22,7 +22,7 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane
 from tests.kube.kubectl_support import register
-from tests.monitoring_support import Series, exposed, fed_series, missing
+from tests.support.monitoring import Series, exposed, fed_series, missing
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

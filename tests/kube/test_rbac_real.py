@@ -45,7 +45,7 @@ from tests.kube.inuse_support import (
     Agents,
     agent_crd_installed,
 )
-from tests.manifest_render import MANIFESTS, NAMESPACE, kustomize
+from tests.support.manifest_render import MANIFESTS, NAMESPACE, kustomize
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

@@ -33,7 +33,6 @@ import pytest
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
-from tests.emulator.errors import CONTINUE_INCONSISTENT
 from tests.kube.cluster import (
     GROUP,
     PLURAL,
@@ -46,6 +45,7 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane, running
 from tests.kube.status_writer_support import VALID, Stores
+from tests.support.emulator.errors import CONTINUE_INCONSISTENT
 from webhook.kube.pager import Page
 from webhook.status.kubeapi import FeedbackStoreApi
 

@@ -30,7 +30,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from kubernetes import client as k8s
 
-from tests.admission_support.servers import ConsoleServer
 from tests.kube.cluster import (
     GROUP,
     PLURAL,
@@ -45,7 +44,8 @@ from tests.kube.cluster import (
     shipped_crd,
 )
 from tests.kube.controlplane import ControlPlane, free_port
-from tests.manifest_render import MANIFESTS
+from tests.support.manifest_render import MANIFESTS
+from tests.support.servers import ConsoleServer
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 

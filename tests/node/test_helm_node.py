@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from tests import helm_binary
 from tests.node.cluster import Node
 from tests.node.load_support import Counts, Load
 from tests.node.test_install_readme import ALL_WELL, Shell, blocks, commands, section
+from tests.support import helm_binary
 
 pytestmark = [pytest.mark.node, pytest.mark.xdist_group("node"), pytest.mark.timeout(900)]
 

@@ -388,7 +388,8 @@ def _namespaced(value: Any, markers: _Markers) -> Any:
 
 
 # The chart's own knobs (no manifest holds them), with their defaults: the defaults render
-# exactly manifests/ less its Namespace and CRD (tests/test_helm_chart.py holds them to it).
+# exactly manifests/ less its Namespace and CRD (tests/webhook/manifests/test_chart.py holds them
+# to it).
 CHART_ONLY: Final[dict[str, Any]] = {
     "imagePullSecrets": [],
     "commonLabels": {},

@@ -7,7 +7,7 @@ bench/admission/run.py),
 so this reads the Validity of RFC 5280 §4.1 straight from the DER: five TLV headers into
 TBSCertificate, then UTCTime or GeneralizedTime. OpenSSL parses the whole
 certificate right after (`load_cert_chain`), so nothing malformed is served.
-tests/test_server_leaf_expiry.py holds it to cryptography's reading.
+tests/webhook/server/test_leaf_expiry.py holds it to cryptography's reading.
 """
 
 from __future__ import annotations

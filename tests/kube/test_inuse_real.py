@@ -17,8 +17,12 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes import watch as k8s_watch
 
 from tests.kube.cluster import (
+    GROUP,
+    PLURAL,
+    VERSION,
     api_client,
     eventually,
     install_crd,
@@ -171,6 +175,36 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
             "no AgentDeployment references it any more: finalizer "
             "agents.ctxmesh.ai/in-use-protection removed, deletion goes on",
             ) in events(control_plane, namespace, "support-feedback")  # fmt: skip
+
+
+def test_a_store_is_held_before_it_is_said_to_be_in_use(
+    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path,
+    started: list[WriterProcess],
+) -> None:  # fmt: skip
+    """Every version of the store the server keeps (a watch sees each one) that says `InUse=True`
+    already carries our finalizer: whoever reads "in use" (a user about to delete, a GitOps tool)
+    may rely on the deletion waiting."""
+    stores, agents = Stores(control_plane, namespace), Agents(control_plane, namespace)
+    created = stores.create("held-feedback", VALID)
+    start_writer(control_plane, tmp_path, namespace, started)
+    agents.create("held-agent", "held-feedback")
+    versions: list[tuple[bool, bool]] = []  # (InUse True, finalizer held), in the server's order
+    stream = k8s_watch.Watch().stream(
+        stores.api.list_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL,
+        field_selector="metadata.name=held-feedback",
+        resource_version=created["metadata"]["resourceVersion"], timeout_seconds=15,
+    )  # fmt: skip
+    for event in stream:
+        obj = event["object"]
+        said = any(c.get("type") == "InUse" and c.get("status") == "True"
+                   for c in (obj.get("status") or {}).get("conditions") or [])  # fmt: skip
+        versions.append((said, FINALIZER in (obj["metadata"].get("finalizers") or [])))
+        if said:
+            break
+    assert versions, "the watch saw no version of the store"
+    assert versions[-1][0], f"InUse never turned True: {versions}"
+    assert [held for said, held in versions if said] == [True], versions
+    assert (False, True) in versions, f"not held first: {versions}"
 
 
 def test_a_store_never_referenced_is_deleted_at_once(

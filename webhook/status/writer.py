@@ -1,6 +1,7 @@
 """The reconcile loop: server-side apply of our `Validated`, `Stalled` and `InUse` conditions
-(others' stay; `Validated` yielded to another manager that writes it, `validated.py`), then our
-finalizer. 404: gone; 409: retry soon from the object the watch brings; 429, 5xx and
+(others' stay; `Validated` yielded to another manager that writes it, `validated.py`) and of our
+finalizer, which is added before `InUse=True` is said and removed after it is taken back.
+404: gone; 409: retry soon from the object the watch brings; 429, 5xx and
 transport errors: retry after the key's backoff (at least the server's `Retry-After`).
 """
 
@@ -99,6 +100,11 @@ class StatusWriter:
         self._track_validity(key, plan.verdict.valid)
         self._track_yield(key, plan.yielded_to)
         usage = plan_usage(obj, self._agents(key), now)
+        if usage.finalizer is Finalizer.ADD:
+            # Hold the store before saying it is in use: an InUse=True anyone reads (a user about
+            # to delete, the webhook's warning, a GitOps tool) is then a promise that deleting
+            # waits. The watch brings the held object back, and the status is written from it.
+            return self._finalize(key, obj, usage, now, Outcome("written"))
         if not plan.needed and not usage.needed:
             return self._finalize(key, obj, usage, now, Outcome("up_to_date"))
         if (held := self._held()) is not None:

@@ -243,6 +243,13 @@ def test_a_rotated_client_ca_is_read_without_a_restart(guarded: Guarded) -> None
                what="calls judged again under the right client CA")  # fmt: skip
     assert server.process.process.pid == pid
     assert server.process.process.poll() is None
-    reloads = [e for e in server.process.logs if e.get("msg") == "certificate reloaded"]
+
+    # The server's log lines are written in batches, so the second reload's line may follow
+    # the answer it made possible by a moment.
+    def reloaded() -> list[dict[str, Any]]:
+        found = [e for e in server.process.logs if e.get("msg") == "certificate reloaded"]
+        return found if len(found) >= 2 else []
+
+    reloads = eventually(reloaded, timeout=10, what="both reloads logged")
     assert len(reloads) == 2
     assert all(e["client_ca_file"] == str(guarded.client_ca_file) for e in reloads)

@@ -1,4 +1,4 @@
-"""The platform's AgentDeployment CRD as the tests' fixtures, in two variants (issue 28).
+"""The platform's AgentDeployment CRD as the tests' fixtures, in two variants.
 
 The platform ships this CRD, not us; the fixtures hold what the tests need of it:
 `spec.feedback` with exactly a FeedbackStore's spec schema (limits, enums, defaults: built
@@ -9,7 +9,7 @@ alone writes. Served as `v1beta1` (storage) and the
 deprecated `v1alpha1`, one schema, no conversion, as the platform serves it.
 
 - `agentdeployments-platform.yaml` carries the platform's four CEL rules on
-  `spec.feedback`, with its texts (SPEC §1, "Messages that match the platform"), first
+  `spec.feedback`, with its texts (the messages ours match word for word), first
   failure only: each rule holds when an earlier one fails, so one message at most.
 - `agentdeployments-no-cel.yaml` has the same schema without them.
 
@@ -92,8 +92,7 @@ def agent_crd(*, cel: bool) -> dict[str, Any]:
         },
     }
     status = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    schema = {"openAPIV3Schema": {"type": "object",
-                                  "properties": {"spec": spec, "status": status}}}  # fmt: skip
+    schema = {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec, "status": status}}}
 
     def version(name: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": name, "served": True, "storage": name == "v1beta1"}
@@ -108,11 +107,15 @@ def agent_crd(*, cel: bool) -> dict[str, Any]:
         "spec": {
             "group": AGENT_GROUP,
             "scope": "Namespaced",
-            "names": {"kind": AGENT_KIND, "plural": AGENT_PLURAL,
-                      "singular": "agentdeployment", "listKind": f"{AGENT_KIND}List"},
+            "names": {
+                "kind": AGENT_KIND,
+                "plural": AGENT_PLURAL,
+                "singular": "agentdeployment",
+                "listKind": f"{AGENT_KIND}List",
+            },
             "versions": [version(name) for name in reversed(AGENT_VERSIONS)],
         },
-    }  # fmt: skip
+    }
 
 
 def agent_crd_text(*, cel: bool) -> str:
@@ -133,8 +136,12 @@ def write_agent_crds() -> None:
 
 def agent(name: str, feedback: Any = None, version: str = "v1beta1", **spec: Any) -> dict[str, Any]:
     """An AgentDeployment of the fixtures' schema; `feedback` None leaves it out."""
-    body: dict[str, Any] = {"apiVersion": f"{AGENT_GROUP}/{version}", "kind": AGENT_KIND,
-                            "metadata": {"name": name}, "spec": dict(spec)}  # fmt: skip
+    body: dict[str, Any] = {
+        "apiVersion": f"{AGENT_GROUP}/{version}",
+        "kind": AGENT_KIND,
+        "metadata": {"name": name},
+        "spec": dict(spec),
+    }
     if feedback is not None:
         body["spec"]["feedback"] = feedback
     return body
@@ -146,18 +153,28 @@ def install_agent_crd(plane: ControlPlane, path: pathlib.Path) -> None:
     (probed where no test webhook is registered)."""
     document = load_yaml(path)
     has_cel = "x-kubernetes-validations" in path.read_text()
-    plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=kube-tests",
-                  "-f", "-", stdin=yaml.safe_dump(document), check=True)  # fmt: skip
-    plane.kubectl("wait", "--for=condition=Established", f"crd/{AGENT_CRD_NAME}",
-                  "--timeout=60s", check=True)  # fmt: skip
+    plane.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=kube-tests",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(document),
+        check=True,
+    )
+    plane.kubectl(
+        "wait", "--for=condition=Established", f"crd/{AGENT_CRD_NAME}", "--timeout=60s", check=True
+    )
     api = k8s.CustomObjectsApi(api_client(plane))
 
     def serves_variant() -> bool:
         for version in AGENT_VERSIONS:
             probe = agent(f"probe-{uuid.uuid4().hex[:8]}", {"mode": "Enforce"}, version)
             try:
-                api.create_namespaced_custom_object(AGENT_GROUP, version, PROBE_NAMESPACE,
-                                                    AGENT_PLURAL, probe, dry_run="All")  # fmt: skip
+                api.create_namespaced_custom_object(
+                    AGENT_GROUP, version, PROBE_NAMESPACE, AGENT_PLURAL, probe, dry_run="All"
+                )
             except k8s.ApiException as error:
                 if error.status == 404 or not (has_cel and error.status == 422):
                     return False
@@ -174,10 +191,17 @@ def agent_crd_installed(
     plane: ControlPlane, path: pathlib.Path = NO_CEL_AGENT_CRD
 ) -> Iterator[None]:
     """The AgentDeployment CRD at `path` for the duration; removed after, with every agent (a
-    cluster without it is one where in-use protection is off, SPEC §7)."""
+    cluster without it is one where in-use protection is off)."""
     install_agent_crd(plane, path)
     try:
         yield
     finally:
-        plane.kubectl("delete", "crd", AGENT_CRD_NAME, "--ignore-not-found", "--wait=true",
-                      check=True, timeout=120)  # fmt: skip
+        plane.kubectl(
+            "delete",
+            "crd",
+            AGENT_CRD_NAME,
+            "--ignore-not-found",
+            "--wait=true",
+            check=True,
+            timeout=120,
+        )

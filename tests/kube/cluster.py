@@ -46,8 +46,9 @@ PROBE_NAMESPACE = "default"
 T = TypeVar("T")
 
 
-def eventually(check: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.1,
-               what: str = "condition") -> T:  # fmt: skip
+def eventually(
+    check: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"
+) -> T:
     """Poll `check` until it returns a truthy value (returned) or raise with the last answer."""
     deadline = time.monotonic() + timeout
     last: Any = None
@@ -97,11 +98,18 @@ def install_crd(plane: ControlPlane, document: dict[str, Any]) -> None:
     on a guess.
     """
     has_cel = "x-kubernetes-validations" in yaml.safe_dump(document)
-    plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=kube-tests",
-                  "-f", "-", stdin=yaml.safe_dump(document), check=True)  # fmt: skip
+    plane.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=kube-tests",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(document),
+        check=True,
+    )
     name = document["metadata"]["name"]
-    plane.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s",
-                  check=True)  # fmt: skip
+    plane.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", check=True)
     api = k8s.CustomObjectsApi(api_client(plane))
     probe = feedbackstore(f"probe-{uuid.uuid4().hex[:8]}", _NO_SOURCE)
 
@@ -135,11 +143,22 @@ def delete_feedbackstore_crd(plane: ControlPlane) -> None:
             meta = store["metadata"]
             with contextlib.suppress(k8s.ApiException):  # gone meanwhile
                 api.patch_namespaced_custom_object(
-                    GROUP, VERSION, meta["namespace"], PLURAL, meta["name"],
+                    GROUP,
+                    VERSION,
+                    meta["namespace"],
+                    PLURAL,
+                    meta["name"],
                     {"metadata": {"finalizers": None}},
-                )  # fmt: skip
-    plane.kubectl("delete", "crd", f"{PLURAL}.{GROUP}", "--wait=true", "--timeout=240s",
-                  check=True, timeout=250)  # fmt: skip
+                )
+    plane.kubectl(
+        "delete",
+        "crd",
+        f"{PLURAL}.{GROUP}",
+        "--wait=true",
+        "--timeout=240s",
+        check=True,
+        timeout=250,
+    )
 
 
 def shipped_crd() -> dict[str, Any]:
@@ -178,8 +197,11 @@ def new_namespace(plane: ControlPlane, prefix: str = "t") -> str:
     """A fresh namespace the tests' webhooks match (namespace deletion needs no cleanup here:
     there is no namespace controller, and every test has its own)."""
     name = f"{prefix}-{uuid.uuid4().hex[:10]}"
-    body = {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {TEST_LABEL: "on"}}}  # fmt: skip
+    body = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": {TEST_LABEL: "on"}},
+    }
     k8s.CoreV1Api(api_client(plane)).create_namespace(body)
     return name
 
@@ -202,8 +224,9 @@ class WebhookServer:
         return f"https://127.0.0.1:{self.port}/validate"
 
 
-def serving_files(directory: pathlib.Path, hosts: tuple[str, ...] = ("127.0.0.1",)) -> tuple[
-        pathlib.Path, pathlib.Path, bytes]:  # fmt: skip
+def serving_files(
+    directory: pathlib.Path, hosts: tuple[str, ...] = ("127.0.0.1",)
+) -> tuple[pathlib.Path, pathlib.Path, bytes]:
     """A CA and a serving pair for `hosts` from our own certs code; (cert, key, CA PEM)."""
     bundle = issue_bundle(hosts)
     directory.mkdir(parents=True, exist_ok=True)
@@ -219,10 +242,19 @@ def webhook_server(directory: pathlib.Path, *extra: str) -> Iterator[WebhookServ
     cert, key, ca = serving_files(directory / "tls")
     port = free_port()
     process = ConsoleServer(
-        ["--host", "127.0.0.1", "--port", str(port), "--tls-cert-file", str(cert),
-         "--tls-private-key-file", str(key), *extra],
+        [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--tls-cert-file",
+            str(cert),
+            "--tls-private-key-file",
+            str(key),
+            *extra,
+        ],
         cwd=directory,
-    )  # fmt: skip
+    )
     try:
         process.wait_log(lambda e: e.get("msg") == "serving", timeout=30)
         yield WebhookServer(process, port, ca, cert, key)
@@ -251,8 +283,9 @@ def registration(name: str, url: str, ca_pem: bytes, **overrides: Any) -> dict[s
 
 
 @contextlib.contextmanager
-def registered(plane: ControlPlane, document: dict[str, Any], probe_namespace: str,
-               *, wait: bool = True) -> Iterator[dict[str, Any]]:  # fmt: skip
+def registered(
+    plane: ControlPlane, document: dict[str, Any], probe_namespace: str, *, wait: bool = True
+) -> Iterator[dict[str, Any]]:
     """Register `document` for the duration; wait until kube-apiserver calls it.
 
     A Monitor-mode store draws a warning only the webhook gives; the first
@@ -269,12 +302,14 @@ def registered(plane: ControlPlane, document: dict[str, Any], probe_namespace: s
 
 
 def wait_webhook_live(plane: ControlPlane, namespace: str) -> None:
-    probe = feedbackstore("webhook-probe", {
-        "mode": "Monitor", "human": {"scores": [{"name": "probe"}]}})  # fmt: skip
+    probe = feedbackstore(
+        "webhook-probe", {"mode": "Monitor", "human": {"scores": [{"name": "probe"}]}}
+    )
 
     def warned() -> bool:
-        result = plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
-                               stdin=yaml.safe_dump(probe))  # fmt: skip
+        result = plane.kubectl(
+            "create", "--dry-run=server", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(probe)
+        )
         return result.returncode == 0 and "Monitor" in result.stderr
 
     eventually(warned, timeout=30, what="webhook registration live")

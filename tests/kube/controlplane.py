@@ -398,14 +398,21 @@ class ControlPlane:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "test", "cluster": {
-                "server": self.server,
-                "certificate-authority-data": base64.b64encode(self.pki.server_ca.pem).decode(),
-            }}],
+            "clusters": [
+                {
+                    "name": "test",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority-data": base64.b64encode(
+                            self.pki.server_ca.pem
+                        ).decode(),
+                    },
+                }
+            ],
             "users": [{"name": name, "user": user}],
             "contexts": [{"name": name, "context": {"cluster": "test", "user": name}}],
             "current-context": name,
-        }  # fmt: skip
+        }
         path = self.workdir / f"kubeconfig-{name}.yaml"
         path.write_text(yaml.safe_dump(config))
         path.chmod(0o600)
@@ -425,9 +432,14 @@ class ControlPlane:
         env["KUBECTL_EXTERNAL_DIFF"] = ""
         env["HOME"] = str(self.workdir)  # kubectl's discovery cache stays in the throwaway dir
         result = subprocess.run(
-            [kubectl(), *args], input=stdin, capture_output=True, text=True, env=env,
-            timeout=timeout, check=False,
-        )  # fmt: skip
+            [kubectl(), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            check=False,
+        )
         if check and result.returncode != 0:
             raise AssertionError(
                 f"kubectl {' '.join(args)} exited {result.returncode}:\n{result.stderr}"
@@ -445,9 +457,11 @@ class ControlPlane:
 
 def _post_json(url: str, payload: dict[str, Any]) -> dict[str, Any]:
     request = urllib.request.Request(
-        url, data=json.dumps(payload).encode(), method="POST",
+        url,
+        data=json.dumps(payload).encode(),
+        method="POST",
         headers={"Content-Type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         result: dict[str, Any] = json.loads(response.read())
         return result

@@ -34,8 +34,12 @@ FINALIZER = "agents.ctxmesh.ai/in-use-protection"
 
 
 def agent(name: str, store: str | None, version: str = "v1beta1") -> dict[str, Any]:
-    body: dict[str, Any] = {"apiVersion": f"{AGENT_GROUP}/{version}", "kind": "AgentDeployment",
-                            "metadata": {"name": name}, "spec": {}}  # fmt: skip
+    body: dict[str, Any] = {
+        "apiVersion": f"{AGENT_GROUP}/{version}",
+        "kind": "AgentDeployment",
+        "metadata": {"name": name},
+        "spec": {},
+    }
     if store is not None:
         body["spec"]["feedbackStoreRef"] = store
     return body

@@ -98,7 +98,7 @@ MONITOR_WARNING = (
     "Warning: spec.mode: Monitor relays undeclared score names instead of rejecting them (422); "
     "use only to migrate\n"
 )
-# The webhook's change-impact warning for an UPDATE from Enforce to Monitor (issue 17).
+# The webhook's change-impact warning for an UPDATE from Enforce to Monitor.
 TO_MONITOR_WARNING = (
     "Warning: mode Enforce -> Monitor: the gateway relays undeclared score names, "
     "read as unattributed\n"
@@ -117,12 +117,16 @@ CREATE_ACROSS = [
 # (`command`, `add_thumbs_to_stdin` parameters; see `stored_minimal`).
 UPDATE_THUMBS_TWICE = [
     pytest.param("kubectl replace -f -", True, id="replace"),
-    pytest.param(f"kubectl patch fs support-feedback --type=json -p '{ADD_THUMBS}'", False,
-                 id="json patch"),
-    pytest.param("kubectl patch fs support-feedback --type=merge -p "
-                 """'{"spec":{"human":{"scores":[{"name":"thumbs"},{"name":"thumbs"}]}}}'""", False,
-                 id="merge patch"),
-]  # fmt: skip
+    pytest.param(
+        f"kubectl patch fs support-feedback --type=json -p '{ADD_THUMBS}'", False, id="json patch"
+    ),
+    pytest.param(
+        "kubectl patch fs support-feedback --type=merge -p "
+        """'{"spec":{"human":{"scores":[{"name":"thumbs"},{"name":"thumbs"}]}}}'""",
+        False,
+        id="merge patch",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -227,8 +231,9 @@ class User:
         script.chmod(0o700)
         return script
 
-    def edit(self, target: str, spec: dict[str, Any],
-             monkeypatch: pytest.MonkeyPatch) -> tuple[Step, list[str]]:  # fmt: skip
+    def edit(
+        self, target: str, spec: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    ) -> tuple[Step, list[str]]:
         """`kubectl edit TARGET` setting `spec`: the step, and each buffer the editor was shown."""
         monkeypatch.setenv("EDITOR", str(self.editor(spec)))
         monkeypatch.setenv("TMPDIR", str(self.workdir))  # kubectl's copy of a failed edit
@@ -236,8 +241,9 @@ class User:
         lines = (self.workdir / "buffers.jsonl").read_text().splitlines()
         return step, [self.normalise(json.loads(line)) for line in lines]
 
-    def run(self, command: str, stdin: dict[str, Any] | None = None, *,
-            timeout: float = 60.0) -> Step:  # fmt: skip
+    def run(
+        self, command: str, stdin: dict[str, Any] | None = None, *, timeout: float = 60.0
+    ) -> Step:
         """Run `command` (a `kubectl …` line as the README shows it) and normalise its output."""
         words = shlex.split(command)
         assert words[0] == "kubectl", command
@@ -248,8 +254,9 @@ class User:
             kubeconfig=self.kubeconfig,
             timeout=timeout,
         )
-        return Step(command, result.returncode, self.normalise(result.stdout),
-                    self.normalise(result.stderr))  # fmt: skip
+        return Step(
+            command, result.returncode, self.normalise(result.stdout), self.normalise(result.stderr)
+        )
 
     def _staged(self, word: str) -> str:
         path = self.workdir / word
@@ -274,8 +281,9 @@ def stored_minimal(user: User, add_thumbs_to_stdin: bool) -> dict[str, Any] | No
     return stdin
 
 
-def edit_is_reopened_then_cancelled(user: User, monkeypatch: pytest.MonkeyPatch,
-                                    errors: str, warnings: str = "") -> None:  # fmt: skip
+def edit_is_reopened_then_cancelled(
+    user: User, monkeypatch: pytest.MonkeyPatch, errors: str, warnings: str = ""
+) -> None:
     """`kubectl edit` of the stored MINIMAL to `thumbs` twice: the buffer is reopened with
     `errors` (the `# * …` comment lines) and, saved unchanged, the edit is cancelled."""
     user.run(f"kubectl apply -f {MINIMAL}")
@@ -291,8 +299,9 @@ def edit_is_reopened_then_cancelled(user: User, monkeypatch: pytest.MonkeyPatch,
     )
 
 
-def register(plane: ControlPlane, url: str, ca: bytes, namespace: str, *, wait: bool = True,
-             **overrides: Any) -> contextlib.AbstractContextManager[dict[str, Any]]:  # fmt: skip
+def register(
+    plane: ControlPlane, url: str, ca: bytes, namespace: str, *, wait: bool = True, **overrides: Any
+) -> contextlib.AbstractContextManager[dict[str, Any]]:
     """The shipped registration pointed at `url` (entry fields `overrides`), for a `with`."""
     name = f"kubectl-test-{uuid.uuid4().hex[:8]}"
     return registered(plane, registration(name, url, ca, **overrides), namespace, wait=wait)
@@ -378,10 +387,22 @@ def faulty_webhook(directory: pathlib.Path) -> Iterator[tuple[str, bytes, int, l
     log = directory / "faulty.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-c", _FAULTY_SERVE, "--host", "127.0.0.1", "--port", str(port),
-             "--tls-cert-file", str(cert), "--tls-private-key-file", str(key)],
-            stdout=sink, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                _FAULTY_SERVE,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--tls-cert-file",
+                str(cert),
+                "--tls-private-key-file",
+                str(key),
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     lines: list[str] = []
     try:
         eventually(lambda: '"msg":"serving"' in log.read_text(), what="the faulty server serving")
@@ -443,7 +464,8 @@ def matches_readme(shown: str, section: str = SECTION) -> bool:
         text = README.read_text(encoding="utf-8")
         start = text.index(section)
         at = text.index(f"```console\n{block}```", start)
-        README.write_text(text[:at] + f"```console\n{shown}```" + text[at + len(block) + 14 :],
-                          encoding="utf-8")  # fmt: skip
+        README.write_text(
+            text[:at] + f"```console\n{shown}```" + text[at + len(block) + 14 :], encoding="utf-8"
+        )
         return True
     return block == shown

@@ -23,9 +23,13 @@ class LoggedProcess:
         self.log_path = log_path
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=self._log, stdin=subprocess.DEVNULL,
-            env=env, cwd=cwd,
-        )  # fmt: skip
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+        )
 
     def logs(self) -> list[dict[str, Any]]:
         lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()

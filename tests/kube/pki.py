@@ -53,15 +53,21 @@ def new_authority(common_name: str) -> Authority:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                crl_sign=True, encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
-    )  # fmt: skip
+    )
     return Authority(cert, key)
 
 
@@ -167,8 +173,9 @@ def make(directory: pathlib.Path, ip_addresses: tuple[str, ...] = ()) -> Control
         dns_names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
         ip_addresses=("127.0.0.1", *ip_addresses),
     )
-    admin = issue(client_ca, "feedbackstore-test-admin", organizations=("system:masters",),
-                  client=True)  # fmt: skip
+    admin = issue(
+        client_ca, "feedbackstore-test-admin", organizations=("system:masters",), client=True
+    )
     sa_key = ec.generate_private_key(ec.SECP256R1())
     pki = ControlPlanePKI(directory, server_ca, client_ca, admin)
     pki.server_ca_file.write_bytes(server_ca.pem)

@@ -1,7 +1,7 @@
 """A stand-in of the ctxmesh operator's FeedbackStore reconciler, a test peer (not product code).
 
 Every cluster with the FeedbackStore CRD runs the platform's operator, whose reconciler writes
-the same `Validated` condition as our status writer (issue 26, SPEC §9). This is its behaviour,
+the same `Validated` condition as our status writer. This is its behaviour,
 from its public source (a controller-runtime reconciler), on the real kube-apiserver:
 
 - it watches FeedbackStores with no predicates: every event, status changes included, queues
@@ -65,16 +65,31 @@ DUPLICATE: Final = (
     "score name {name} is declared by both {first} and {second} — names must be unique across "
     "the whole store (they are the source-attribution key)"
 )
-_CONDITION_FIELDS: Final = ("type", "status", "observedGeneration", "lastTransitionTime",
-                            "reason", "message")  # fmt: skip
+_CONDITION_FIELDS: Final = (
+    "type",
+    "status",
+    "observedGeneration",
+    "lastTransitionTime",
+    "reason",
+    "message",
+)
 _BACKOFF_BASE, _BACKOFF_CAP = 0.005, 1000.0
 
 
 # -- the reconciler's pure parts ------------------------------------------------------
 
 
-_GO_ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
-                      "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\"}  # fmt: skip
+_GO_ESCAPES: Final = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+    '"': '\\"',
+    "\\": "\\\\",
+}
 
 
 def go_quote(text: str) -> str:
@@ -164,10 +179,16 @@ def reconciled(store: dict[str, Any]) -> dict[str, Any]:
         ("False", REASON_INVALID, problem) if problem else ("True", REASON_VALID, MESSAGE_VALID)
     )
     conditions = [typed_condition(c) for c in _list(_dict(store.get("status")).get("conditions"))]
-    set_status_condition(conditions, {
-        "type": CONDITION, "status": status, "reason": reason, "message": message,
-        "observedGeneration": _dict(store.get("metadata")).get("generation") or 0,
-    })  # fmt: skip
+    set_status_condition(
+        conditions,
+        {
+            "type": CONDITION,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "observedGeneration": _dict(store.get("metadata")).get("generation") or 0,
+        },
+    )
     body = {k: v for k, v in store.items() if k != "status"}
     if conditions:
         body["status"] = {"conditions": conditions}
@@ -262,9 +283,14 @@ class Reconciler:
                         self.queue.add((self.namespace, item["metadata"]["name"]))
                     version = listed["metadata"]["resourceVersion"]
                 stream = k8s_watch.Watch().stream(
-                    self.api.list_namespaced_custom_object, GROUP, VERSION, self.namespace,
-                    PLURAL, resource_version=version, timeout_seconds=300,
-                )  # fmt: skip
+                    self.api.list_namespaced_custom_object,
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    PLURAL,
+                    resource_version=version,
+                    timeout_seconds=300,
+                )
                 for event in stream:
                     obj = event["object"]
                     if event["type"] == "ERROR":
@@ -356,22 +382,45 @@ def install_identity(plane: ControlPlane) -> pathlib.Path:
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
         "metadata": {"name": f"{MANAGER}-feedbackstores"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": f"{MANAGER}-feedbackstores"},
-        "subjects": [{"kind": "ServiceAccount", "name": MANAGER,
-                      "namespace": SERVICE_ACCOUNT_NAMESPACE}],
-    }  # fmt: skip
-    account = {"apiVersion": "v1", "kind": "ServiceAccount",
-               "metadata": {"name": MANAGER, "namespace": SERVICE_ACCOUNT_NAMESPACE}}  # fmt: skip
-    namespace = {"apiVersion": "v1", "kind": "Namespace",
-                 "metadata": {"name": SERVICE_ACCOUNT_NAMESPACE}}  # fmt: skip
-    documents = {"apiVersion": "v1", "kind": "List",
-                 "items": [namespace, account, cluster_role(), binding]}  # fmt: skip
-    plane.kubectl("apply", "--server-side", "--field-manager=kube-tests", "-f", "-",
-                  stdin=json.dumps(documents), check=True)  # fmt: skip
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": f"{MANAGER}-feedbackstores",
+        },
+        "subjects": [
+            {"kind": "ServiceAccount", "name": MANAGER, "namespace": SERVICE_ACCOUNT_NAMESPACE}
+        ],
+    }
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": MANAGER, "namespace": SERVICE_ACCOUNT_NAMESPACE},
+    }
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": SERVICE_ACCOUNT_NAMESPACE},
+    }
+    documents = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [namespace, account, cluster_role(), binding],
+    }
+    plane.kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=kube-tests",
+        "-f",
+        "-",
+        stdin=json.dumps(documents),
+        check=True,
+    )
     core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(plane.kubeconfig)))
-    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-               "spec": {"expirationSeconds": 3600}}  # fmt: skip
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600},
+    }
     token = core.create_namespaced_service_account_token(
         MANAGER, SERVICE_ACCOUNT_NAMESPACE, request
     ).status.token
@@ -384,7 +433,15 @@ class PlatformProcess(LoggedProcess):
 
     def __init__(self, kubeconfig: pathlib.Path, namespace: str, log_path: pathlib.Path) -> None:
         super().__init__(
-            [sys.executable, "-m", "tests.kube.platform_reconciler",
-             "--kubeconfig", str(kubeconfig), "--namespace", namespace],
-            log_path, cwd=pathlib.Path(__file__).resolve().parents[2],
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "tests.kube.platform_reconciler",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--namespace",
+                namespace,
+            ],
+            log_path,
+            cwd=pathlib.Path(__file__).resolve().parents[2],
+        )

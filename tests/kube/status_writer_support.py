@@ -84,20 +84,32 @@ class WriterProcess(LoggedProcess):
             self.user, plane.pki.client(self.user, "system:masters")
         )
         command = [
-            SCRIPT, "status-writer",
-            "--kubeconfig", str(kubeconfig),
-            "--namespace", namespace,
-            "--lease-namespace", namespace,
-            "--metrics-port", "0",
-            "--metrics-host", "127.0.0.1",
-            "--lease-duration-seconds", str(LEASE_DURATION),
-            "--renew-deadline-seconds", str(RENEW_DEADLINE),
-            "--retry-period-seconds", str(RETRY_PERIOD),
-            "--resync-seconds", str(resync_seconds),
-            "--workers", "2",
-            "--log-level", "debug",
+            SCRIPT,
+            "status-writer",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--namespace",
+            namespace,
+            "--lease-namespace",
+            namespace,
+            "--metrics-port",
+            "0",
+            "--metrics-host",
+            "127.0.0.1",
+            "--lease-duration-seconds",
+            str(LEASE_DURATION),
+            "--renew-deadline-seconds",
+            str(RENEW_DEADLINE),
+            "--retry-period-seconds",
+            str(RETRY_PERIOD),
+            "--resync-seconds",
+            str(resync_seconds),
+            "--workers",
+            "2",
+            "--log-level",
+            "debug",
             *extra,
-        ]  # fmt: skip
+        ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
         env["POD_NAME"] = self.user
         super().__init__(command, workdir / f"{self.user}.log", env=env)
@@ -273,9 +285,14 @@ class Stores:
     def merge(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         """A JSON merge patch on the main resource (spec or metadata)."""
         patched: dict[str, Any] = self.api.patch_namespaced_custom_object(
-            GROUP, VERSION, self.namespace, PLURAL, name, patch,
+            GROUP,
+            VERSION,
+            self.namespace,
+            PLURAL,
+            name,
+            patch,
             _content_type="application/merge-patch+json",
-        )  # fmt: skip
+        )
         return patched
 
     def set_spec(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
@@ -295,9 +312,16 @@ class Stores:
         body = feedbackstore(name, None, namespace=self.namespace)
         body["status"] = {"conditions": conditions}
         self.api.patch_namespaced_custom_object_status(
-            GROUP, VERSION, self.namespace, PLURAL, name, body,
-            field_manager=manager, force=True, _content_type="application/apply-patch+yaml",
-        )  # fmt: skip
+            GROUP,
+            VERSION,
+            self.namespace,
+            PLURAL,
+            name,
+            body,
+            field_manager=manager,
+            force=True,
+            _content_type="application/apply-patch+yaml",
+        )
 
     def condition(self, name: str, kind: str = "Validated") -> dict[str, Any] | None:
         return condition_of(self.get(name), kind)

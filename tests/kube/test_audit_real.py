@@ -36,9 +36,11 @@ VALID = {"mode": "Enforce", "human": {"scores": [{"name": "thumbs"}]}}
 THREE_PROBLEMS = {
     "mode": "Enforce",
     "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}, {"name": "tone"}]},
-    "external": [{"name": "csat", "score": {"name": "tone"}},
-                 {"name": "csat", "score": {"name": "nps"}}],
-}  # fmt: skip
+    "external": [
+        {"name": "csat", "score": {"name": "tone"}},
+        {"name": "csat", "score": {"name": "nps"}},
+    ],
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -56,10 +58,16 @@ def _server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookServer]
 @pytest.fixture(scope="module", name="namespace")
 def _namespace(control_plane: ControlPlane, server: WebhookServer) -> Iterator[str]:
     namespace = new_namespace(control_plane, "audit")
-    rules = [{"apiGroups": [GROUP], "apiVersions": [VERSION], "resources": [PLURAL],
-              "operations": ["CREATE", "UPDATE", "DELETE"], "scope": "Namespaced"}]  # fmt: skip
-    document = registration(f"audit-{uuid.uuid4().hex[:8]}", server.url, server.ca_pem,
-                            rules=rules)  # fmt: skip
+    rules = [
+        {
+            "apiGroups": [GROUP],
+            "apiVersions": [VERSION],
+            "resources": [PLURAL],
+            "operations": ["CREATE", "UPDATE", "DELETE"],
+            "scope": "Namespaced",
+        }
+    ]
+    document = registration(f"audit-{uuid.uuid4().hex[:8]}", server.url, server.ca_pem, rules=rules)
     assert document["webhooks"][0]["name"] == WEBHOOK_NAME
     with registered(control_plane, document, namespace):
         yield namespace
@@ -89,8 +97,9 @@ def audit_annotations(plane: ControlPlane, verb: str, namespace: str, name: str)
 
 
 def create(plane: ControlPlane, namespace: str, name: str, spec: dict[str, Any]) -> str:
-    result = plane.kubectl("create", "-n", namespace, "-f", "-",
-                           stdin=yaml.safe_dump(feedbackstore(name, spec)))  # fmt: skip
+    result = plane.kubectl(
+        "create", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(feedbackstore(name, spec))
+    )
     return result.stdout + result.stderr
 
 

@@ -1,4 +1,5 @@
-"""Change-impact warnings (issue 17) as a kubectl user sees them, on the real kube-apiserver.
+"""Change-impact warnings (what a change does to the store's readers) as a kubectl user sees them,
+on the real kube-apiserver.
 
 The webhook is registered by url for CREATE and UPDATE; each change below is
 made from the same stored store (one store per change), by `kubectl apply`,
@@ -82,8 +83,9 @@ def csat_to_human(spec: dict[str, Any]) -> None:
 
 def thumbs_to_a_channel(spec: dict[str, Any]) -> None:
     del spec["human"]["scores"][0]
-    spec["external"].append({"name": "thumbs-api", "score": {"name": "thumbs",
-                                                              "dataType": "BOOLEAN"}})  # fmt: skip
+    spec["external"].append(
+        {"name": "thumbs-api", "score": {"name": "thumbs", "dataType": "BOOLEAN"}}
+    )
 
 
 def remove_channel(spec: dict[str, Any]) -> None:
@@ -104,31 +106,55 @@ def reorder(spec: dict[str, Any]) -> None:
 
 # (store name, the change, the warnings kubectl prints)
 CHANGES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
-    ("removed", remove_tone,
-     'Warning: score "tone" removed from human: the gateway rejects "tone" (422) from now on\n'),
-    ("renamed", rename_thumbs,
-     'Warning: score "thumbs" renamed to "thumb" in human: the gateway rejects "thumbs" (422) '
-     "from now on\n"),
-    ("retyped", retype_thumbs,
-     'Warning: score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it '
-     "reads as NUMERIC in Langfuse\n"),
-    ("to-human", csat_to_human,
-     'Warning: score "csat" moved from channel "csat-webhook" to human: its scores read as '
-     "human from now on\n"),
-    ("to-channel", thumbs_to_a_channel,
-     'Warning: score "thumbs" moved from human to channel "thumbs-api": its scores read as '
-     '"external:thumbs-api" from now on\n'),
-    ("no-channel", remove_channel,
-     'Warning: channel "csat-webhook" removed with score "csat": the gateway rejects "csat" '
-     "(422) from now on\n"),
-    ("channel-renamed", rename_channel,
-     'Warning: channel "csat-webhook" renamed to "csat-v2": score "csat" reads as '
-     '"external:csat-v2" from now on\n'),
-    ("monitor", to_monitor,
-     "Warning: mode Enforce -> Monitor: the gateway relays undeclared score names, read as "
-     "unattributed\n" + MONITOR_WARNING),
+    (
+        "removed",
+        remove_tone,
+        'Warning: score "tone" removed from human: the gateway rejects "tone" (422) from now on\n',
+    ),
+    (
+        "renamed",
+        rename_thumbs,
+        'Warning: score "thumbs" renamed to "thumb" in human: the gateway rejects "thumbs" (422) '
+        "from now on\n",
+    ),
+    (
+        "retyped",
+        retype_thumbs,
+        'Warning: score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it '
+        "reads as NUMERIC in Langfuse\n",
+    ),
+    (
+        "to-human",
+        csat_to_human,
+        'Warning: score "csat" moved from channel "csat-webhook" to human: its scores read as '
+        "human from now on\n",
+    ),
+    (
+        "to-channel",
+        thumbs_to_a_channel,
+        'Warning: score "thumbs" moved from human to channel "thumbs-api": its scores read as '
+        '"external:thumbs-api" from now on\n',
+    ),
+    (
+        "no-channel",
+        remove_channel,
+        'Warning: channel "csat-webhook" removed with score "csat": the gateway rejects "csat" '
+        "(422) from now on\n",
+    ),
+    (
+        "channel-renamed",
+        rename_channel,
+        'Warning: channel "csat-webhook" renamed to "csat-v2": score "csat" reads as '
+        '"external:csat-v2" from now on\n',
+    ),
+    (
+        "monitor",
+        to_monitor,
+        "Warning: mode Enforce -> Monitor: the gateway relays undeclared score names, read as "
+        "unattributed\n" + MONITOR_WARNING,
+    ),
     ("reordered", reorder, ""),
-]  # fmt: skip
+]
 
 
 def changed(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
@@ -167,26 +193,38 @@ def merge_patch(spec: str) -> str:
 PATCHED = f"{GROUP_KIND}/support-feedback patched\n"
 # (command, the warnings it prints), one after the other on the same store
 SEQUENCE = [
-    (json_patch("remove", "/spec/human/scores/1"),
-     'Warning: score "tone" removed from human: the gateway rejects "tone" (422) from now on\n'),
-    (json_patch("replace", "/spec/human/scores/0/name", "thumb"),
-     'Warning: score "thumbs" renamed to "thumb" in human: the gateway rejects "thumbs" (422) '
-     "from now on\n"),
-    (json_patch("replace", "/spec/human/scores/0/dataType", "NUMERIC"),
-     'Warning: score "thumb" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it '
-     "reads as NUMERIC in Langfuse\n"),
-    (json_patch("replace", "/spec/external/0/name", "csat-v2"),
-     'Warning: channel "csat-webhook" renamed to "csat-v2": score "csat" reads as '
-     '"external:csat-v2" from now on\n'),
-    (merge_patch('{"mode":"Monitor"}'),
-     "Warning: mode Enforce -> Monitor: the gateway relays undeclared score names, read as "
-     "unattributed\n" + MONITOR_WARNING),
-    (merge_patch('{"mode":"Enforce","external":null}'),
-     "Warning: mode Monitor -> Enforce: the gateway rejects undeclared score names (422) from "
-     "now on\n"
-     'Warning: channel "csat-v2" removed with score "csat": the gateway rejects "csat" '
-     "(422) from now on\n"),
-]  # fmt: skip
+    (
+        json_patch("remove", "/spec/human/scores/1"),
+        'Warning: score "tone" removed from human: the gateway rejects "tone" (422) from now on\n',
+    ),
+    (
+        json_patch("replace", "/spec/human/scores/0/name", "thumb"),
+        'Warning: score "thumbs" renamed to "thumb" in human: the gateway rejects "thumbs" (422) '
+        "from now on\n",
+    ),
+    (
+        json_patch("replace", "/spec/human/scores/0/dataType", "NUMERIC"),
+        'Warning: score "thumb" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it '
+        "reads as NUMERIC in Langfuse\n",
+    ),
+    (
+        json_patch("replace", "/spec/external/0/name", "csat-v2"),
+        'Warning: channel "csat-webhook" renamed to "csat-v2": score "csat" reads as '
+        '"external:csat-v2" from now on\n',
+    ),
+    (
+        merge_patch('{"mode":"Monitor"}'),
+        "Warning: mode Enforce -> Monitor: the gateway relays undeclared score names, read as "
+        "unattributed\n" + MONITOR_WARNING,
+    ),
+    (
+        merge_patch('{"mode":"Enforce","external":null}'),
+        "Warning: mode Monitor -> Enforce: the gateway rejects undeclared score names (422) from "
+        "now on\n"
+        'Warning: channel "csat-v2" removed with score "csat": the gateway rejects "csat" '
+        "(422) from now on\n",
+    ),
+]
 
 
 def test_one_change_after_another_as_the_readme_shows(user: User, webhook: None) -> None:
@@ -239,9 +277,14 @@ def test_a_store_in_use_names_its_agents(
         agents.create("support-agent", "support-feedback")
         agents.create("billing-agent", "support-feedback")
         stores = Stores(control_plane, user.namespace)
-        eventually(lambda: (c := stores.condition("support-feedback", "InUse")) and
-                   "billing-agent" in c["message"], timeout=20,
-                   what="InUse names both agents")  # fmt: skip
+        eventually(
+            lambda: (
+                (c := stores.condition("support-feedback", "InUse"))
+                and "billing-agent" in c["message"]
+            ),
+            timeout=20,
+            what="InUse names both agents",
+        )
     finally:
         writer.kill()
     spec = valid_spec()

@@ -117,13 +117,20 @@ def _guarded(
     pair = pki.issue(apiserver_ca, "kube-apiserver", client=True)
     client_ca_file = write_pem(directory / "client-ca.crt", apiserver_ca.pem)
     # The webhook first: its port names kube-apiserver's credentials for it.
-    with webhook_server(directory / "webhook", "--client-ca-file", str(client_ca_file),
-                        "--probe-port", str(free_port()),
-                        "--idle-timeout", str(IDLE_SECONDS)) as server:  # fmt: skip
+    with webhook_server(
+        directory / "webhook",
+        "--client-ca-file",
+        str(client_ca_file),
+        "--probe-port",
+        str(free_port()),
+        "--idle-timeout",
+        str(IDLE_SECONDS),
+    ) as server:
         configuration = admission_configuration(directory, server.port, pair)
         flag = f"--admission-control-config-file={configuration}"
-        with running(control_plane_binaries, directory / "plane",
-                     extra_apiserver_args=[flag]) as plane:  # fmt: skip
+        with running(
+            control_plane_binaries, directory / "plane", extra_apiserver_args=[flag]
+        ) as plane:
             install_crd(plane, platform_today_crd())
             namespace = new_namespace(plane, "mtls")
             document = registration(f"mtls-{uuid.uuid4().hex[:8]}", server.url, server.ca_pem)
@@ -132,8 +139,9 @@ def _guarded(
 
 
 def create(plane: ControlPlane, namespace: str, name: str, spec: dict[str, Any]) -> tuple[int, str]:
-    result = plane.kubectl("create", "-n", namespace, "-f", "-",
-                           stdin=yaml.safe_dump(feedbackstore(name, spec)))  # fmt: skip
+    result = plane.kubectl(
+        "create", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(feedbackstore(name, spec))
+    )
     return result.returncode, result.stdout + result.stderr
 
 
@@ -204,10 +212,11 @@ def test_a_direct_client_needs_the_certificate_kube_apiserver_has(
 ) -> None:
     pair = {
         "no certificate": None,
-        "another CA's certificate": pki.issue(pki.new_authority("other"), "kube-apiserver",
-                                              client=True),
+        "another CA's certificate": pki.issue(
+            pki.new_authority("other"), "kube-apiserver", client=True
+        ),
         "kube-apiserver's certificate": guarded.apiserver_pair,
-    }[who]  # fmt: skip
+    }[who]
     answer = direct(guarded.server, pair, tmp_path)
     if who == "kube-apiserver's certificate":
         assert answer.startswith(SERVED)
@@ -236,11 +245,19 @@ def test_a_rotated_client_ca_is_read_without_a_restart(guarded: Guarded) -> None
             return expected.fullmatch(printed) is not None
         return printed == expected
 
-    eventually(lambda: printed_when(refused_at_tls(server, name)), timeout=60,
-               interval=IDLE_SECONDS + 1, what="calls refused under another client CA")  # fmt: skip
+    eventually(
+        lambda: printed_when(refused_at_tls(server, name)),
+        timeout=60,
+        interval=IDLE_SECONDS + 1,
+        what="calls refused under another client CA",
+    )
     guarded.client_ca_file.write_bytes(guarded.apiserver_ca.pem)
-    eventually(lambda: printed_when(denial(name)), timeout=60, interval=IDLE_SECONDS + 1,
-               what="calls judged again under the right client CA")  # fmt: skip
+    eventually(
+        lambda: printed_when(denial(name)),
+        timeout=60,
+        interval=IDLE_SECONDS + 1,
+        what="calls judged again under the right client CA",
+    )
     assert server.process.process.pid == pid
     assert server.process.process.poll() is None
 

@@ -54,8 +54,14 @@ def test_token_request_issues_a_token_the_server_accepts(control_plane: ControlP
         "probe", namespace, {"spec": {"expirationSeconds": 600}}
     ).status.token
     as_probe = control_plane.write_kubeconfig("probe", token=token)
-    who = control_plane.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}",
-                                kubeconfig=as_probe, check=True)  # fmt: skip
+    who = control_plane.kubectl(
+        "auth",
+        "whoami",
+        "-o",
+        "jsonpath={.status.userInfo.username}",
+        kubeconfig=as_probe,
+        check=True,
+    )
     assert who.stdout == f"system:serviceaccount:{namespace}:probe"
 
 

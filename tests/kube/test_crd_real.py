@@ -103,8 +103,14 @@ class Answer:
         return {field for field, _, _ in self.causes if field != "<nil>"}
 
 
-def create(api: k8s.CustomObjectsApi, namespace: str, spec: Any, *, strict: bool = True,
-           dry_run: bool = True) -> Answer:  # fmt: skip
+def create(
+    api: k8s.CustomObjectsApi,
+    namespace: str,
+    spec: Any,
+    *,
+    strict: bool = True,
+    dry_run: bool = True,
+) -> Answer:
     body = feedbackstore(f"fs-{uuid.uuid4().hex[:8]}", spec)
     extra: dict[str, str] = {"field_validation": "Strict"} if strict else {}
     if dry_run:
@@ -159,9 +165,15 @@ def test_the_cost_budget_is_real_an_unbounded_list_makes_the_crd_refused(
     crd = shipped_crd()
     scores_node = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     del scores_node["properties"]["human"]["properties"]["scores"]["maxItems"]
-    result = control_plane.kubectl("apply", "--server-side", "--dry-run=server",
-                                   "--field-manager=kube-tests", "-f", "-",
-                                   stdin=yaml.safe_dump(crd))  # fmt: skip
+    result = control_plane.kubectl(
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "--field-manager=kube-tests",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(crd),
+    )
     assert result.returncode == 1
     assert (
         "properties[scores].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost "
@@ -176,9 +188,15 @@ def test_string_of_an_int_in_a_message_is_unbounded_for_the_estimator(
     crd = shipped_crd()
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
     spec["x-kubernetes-validations"][0]["messageExpression"] = "'at ' + string(1)"
-    result = control_plane.kubectl("apply", "--server-side", "--dry-run=server",
-                                   "--field-manager=kube-tests", "-f", "-",
-                                   stdin=yaml.safe_dump(crd))  # fmt: skip
+    result = control_plane.kubectl(
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "--field-manager=kube-tests",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(crd),
+    )
     assert result.returncode == 1
     assert (
         "x-kubernetes-validations[0].messageExpression: Forbidden: estimated messageExpression "
@@ -203,71 +221,173 @@ EXACT: list[tuple[str, Any, set[Cause]]] = [
     ("an empty spec declares no source", {}, {NO_SOURCE}),
     ("human null is no human source", {"human": None}, {NO_SOURCE}),
     ("external null and an empty list are no source", {"external": []}, {NO_SOURCE}),
-    ("a missing spec is a bare Required value", None,
-     {("spec", R_REQUIRED, "Required value"), NOT_CHECKED}),
-    ("a null name is a missing name", human(score(None)),
-     {("spec.human.scores[0].name", R_REQUIRED, "Required value"), NOT_CHECKED}),
-    ("a repeated human score names the value and both places",
-     human(score("thumbs"), score("a"), score("thumbs")), {DUP_HUMAN_THUMBS}),
-    ("a human name reused by a channel",
-     {**human(score("x"), score("csat")), "external": [channel("csat-webhook", "csat")]},
-     {("spec.external", R_INVALID,
-       f'Invalid value: {messages.MSG_DUP_ACROSS}: "csat" is declared at spec.human.scores[1].name '
-       "and again at spec.external[0].score.name")}),
-    ("two channels writing one score",
-     {"external": [channel("a", "csat"), channel("b", "csat")]},
-     {("spec.external", R_INVALID,
-       f'Invalid value: {messages.MSG_DUP_EXTERNAL}: "csat" is declared at '
-       "spec.external[0].score.name and again at spec.external[1].score.name")}),
-    ("two channels with one name",
-     {"external": [channel("csat-webhook", "a"), channel("csat-webhook", "b")]},
-     {("spec.external", R_INVALID,
-       f'Invalid value: {messages.MSG_DUP_CHANNEL}: "csat-webhook" is declared at '
-       "spec.external[0].name and again at spec.external[1].name")}),
-    ("a quote and a newline in a name are escaped as the verdict escapes them",
-     human(score('say "hi"\n'), score('say "hi"\n')),
-     {("spec.human.scores", R_INVALID,
-       'Invalid value: human score names must be unique: "say \\"hi\\"\\n" is declared at '
-       "spec.human.scores[0].name and again at spec.human.scores[1].name")}),
-    ("mode in lower case", {**human(score()), "mode": "enforce"},
-     {("spec.mode", "FieldValueNotSupported",
-       'Unsupported value: "enforce": supported values: "Enforce", "Monitor"'), NOT_CHECKED}),
-    ("dataType in lower case", human(score(dataType="numeric")),
-     {("spec.human.scores[0].dataType", "FieldValueNotSupported",
-       'Unsupported value: "numeric": supported values: "NUMERIC", "BOOLEAN", "CATEGORICAL"'),
-      NOT_CHECKED}),
-    ("129 emoji are too long, and the server says bytes though it counts characters",
-     human(score(EMOJI * 129)),
-     {("spec.human.scores[0].name", "FieldValueTooLong",
-       "Too long: may not be more than 128 bytes"), NOT_CHECKED}),
-    ("65 human scores", {"human": {"scores": scores(65)}},
-     {("spec.human.scores", "FieldValueTooMany", "Too many: 65: must have at most 64 items"),
-      NOT_CHECKED}),
-    ("33 external channels", {"external": channels(33)},
-     {("spec.external", "FieldValueTooMany", "Too many: 33: must have at most 32 items"),
-      NOT_CHECKED}),
-    ("65 categories",
-     human(score("t", dataType="CATEGORICAL", categories=[f"c{i}" for i in range(65)])),
-     {("spec.human.scores[0].categories", "FieldValueTooMany",
-       "Too many: 65: must have at most 64 items"), NOT_CHECKED}),
-    ("a repeated category", human(score("t", dataType="CATEGORICAL", categories=["a", "b", "a"])),
-     {("spec.human.scores[0].categories[2]", "FieldValueDuplicate", 'Duplicate value: "a"')}),
-    ("every cross-field rule at once",
-     {**human(score("thumbs"), score("thumbs"), score("accuracy")),
-      "external": [channel("a", "accuracy"), channel("a", "csat"), channel("b", "csat")]},
-     {("spec.human.scores", R_INVALID,
-       'Invalid value: human score names must be unique: "thumbs" is declared at '
-       "spec.human.scores[0].name and again at spec.human.scores[1].name"),
-      ("spec.external", R_INVALID,
-       f'Invalid value: {messages.MSG_DUP_ACROSS}: "accuracy" is declared at '
-       "spec.human.scores[2].name and again at spec.external[0].score.name"),
-      ("spec.external", R_INVALID,
-       f'Invalid value: {messages.MSG_DUP_EXTERNAL}: "csat" is declared at '
-       "spec.external[1].score.name and again at spec.external[2].score.name"),
-      ("spec.external", R_INVALID,
-       f'Invalid value: {messages.MSG_DUP_CHANNEL}: "a" is declared at '
-       "spec.external[0].name and again at spec.external[1].name")}),
-]  # fmt: skip
+    (
+        "a missing spec is a bare Required value",
+        None,
+        {("spec", R_REQUIRED, "Required value"), NOT_CHECKED},
+    ),
+    (
+        "a null name is a missing name",
+        human(score(None)),
+        {("spec.human.scores[0].name", R_REQUIRED, "Required value"), NOT_CHECKED},
+    ),
+    (
+        "a repeated human score names the value and both places",
+        human(score("thumbs"), score("a"), score("thumbs")),
+        {DUP_HUMAN_THUMBS},
+    ),
+    (
+        "a human name reused by a channel",
+        {**human(score("x"), score("csat")), "external": [channel("csat-webhook", "csat")]},
+        {
+            (
+                "spec.external",
+                R_INVALID,
+                f'Invalid value: {messages.MSG_DUP_ACROSS}: "csat" is declared at '
+                "spec.human.scores[1].name and again at spec.external[0].score.name",
+            )
+        },
+    ),
+    (
+        "two channels writing one score",
+        {"external": [channel("a", "csat"), channel("b", "csat")]},
+        {
+            (
+                "spec.external",
+                R_INVALID,
+                f'Invalid value: {messages.MSG_DUP_EXTERNAL}: "csat" is declared at '
+                "spec.external[0].score.name and again at spec.external[1].score.name",
+            )
+        },
+    ),
+    (
+        "two channels with one name",
+        {"external": [channel("csat-webhook", "a"), channel("csat-webhook", "b")]},
+        {
+            (
+                "spec.external",
+                R_INVALID,
+                f'Invalid value: {messages.MSG_DUP_CHANNEL}: "csat-webhook" is declared at '
+                "spec.external[0].name and again at spec.external[1].name",
+            )
+        },
+    ),
+    (
+        "a quote and a newline in a name are escaped as the verdict escapes them",
+        human(score('say "hi"\n'), score('say "hi"\n')),
+        {
+            (
+                "spec.human.scores",
+                R_INVALID,
+                'Invalid value: human score names must be unique: "say \\"hi\\"\\n" is declared at '
+                "spec.human.scores[0].name and again at spec.human.scores[1].name",
+            )
+        },
+    ),
+    (
+        "mode in lower case",
+        {**human(score()), "mode": "enforce"},
+        {
+            (
+                "spec.mode",
+                "FieldValueNotSupported",
+                'Unsupported value: "enforce": supported values: "Enforce", "Monitor"',
+            ),
+            NOT_CHECKED,
+        },
+    ),
+    (
+        "dataType in lower case",
+        human(score(dataType="numeric")),
+        {
+            (
+                "spec.human.scores[0].dataType",
+                "FieldValueNotSupported",
+                'Unsupported value: "numeric": supported values: '
+                '"NUMERIC", "BOOLEAN", "CATEGORICAL"',
+            ),
+            NOT_CHECKED,
+        },
+    ),
+    (
+        "129 emoji are too long, and the server says bytes though it counts characters",
+        human(score(EMOJI * 129)),
+        {
+            (
+                "spec.human.scores[0].name",
+                "FieldValueTooLong",
+                "Too long: may not be more than 128 bytes",
+            ),
+            NOT_CHECKED,
+        },
+    ),
+    (
+        "65 human scores",
+        {"human": {"scores": scores(65)}},
+        {
+            ("spec.human.scores", "FieldValueTooMany", "Too many: 65: must have at most 64 items"),
+            NOT_CHECKED,
+        },
+    ),
+    (
+        "33 external channels",
+        {"external": channels(33)},
+        {
+            ("spec.external", "FieldValueTooMany", "Too many: 33: must have at most 32 items"),
+            NOT_CHECKED,
+        },
+    ),
+    (
+        "65 categories",
+        human(score("t", dataType="CATEGORICAL", categories=[f"c{i}" for i in range(65)])),
+        {
+            (
+                "spec.human.scores[0].categories",
+                "FieldValueTooMany",
+                "Too many: 65: must have at most 64 items",
+            ),
+            NOT_CHECKED,
+        },
+    ),
+    (
+        "a repeated category",
+        human(score("t", dataType="CATEGORICAL", categories=["a", "b", "a"])),
+        {("spec.human.scores[0].categories[2]", "FieldValueDuplicate", 'Duplicate value: "a"')},
+    ),
+    (
+        "every cross-field rule at once",
+        {
+            **human(score("thumbs"), score("thumbs"), score("accuracy")),
+            "external": [channel("a", "accuracy"), channel("a", "csat"), channel("b", "csat")],
+        },
+        {
+            (
+                "spec.human.scores",
+                R_INVALID,
+                'Invalid value: human score names must be unique: "thumbs" is declared at '
+                "spec.human.scores[0].name and again at spec.human.scores[1].name",
+            ),
+            (
+                "spec.external",
+                R_INVALID,
+                f'Invalid value: {messages.MSG_DUP_ACROSS}: "accuracy" is declared at '
+                "spec.human.scores[2].name and again at spec.external[0].score.name",
+            ),
+            (
+                "spec.external",
+                R_INVALID,
+                f'Invalid value: {messages.MSG_DUP_EXTERNAL}: "csat" is declared at '
+                "spec.external[1].score.name and again at spec.external[2].score.name",
+            ),
+            (
+                "spec.external",
+                R_INVALID,
+                f'Invalid value: {messages.MSG_DUP_CHANNEL}: "a" is declared at '
+                "spec.external[0].name and again at spec.external[1].name",
+            ),
+        },
+    ),
+]
 
 
 @pytest.mark.parametrize(("spec", "causes"), [pytest.param(s, c, id=i) for i, s, c in EXACT])
@@ -284,12 +404,17 @@ def test_the_server_answers_exactly(
 
 STRICT_EXACT: list[tuple[str, Any, str]] = [
     ("a typo under spec", {"humans": {"scores": [score()]}}, 'unknown field "spec.humans"'),
-    ("typos at two levels, all listed",
-     {**human(score(type="NUMERIC")), "humans": 1},
-     'unknown field "spec.human.scores[0].type", unknown field "spec.humans"'),
-    ("a list where human belongs reads as unknown fields",
-     {"human": [score()]}, 'unknown field "spec.human[0].name"'),
-]  # fmt: skip
+    (
+        "typos at two levels, all listed",
+        {**human(score(type="NUMERIC")), "humans": 1},
+        'unknown field "spec.human.scores[0].type", unknown field "spec.humans"',
+    ),
+    (
+        "a list where human belongs reads as unknown fields",
+        {"human": [score()]},
+        'unknown field "spec.human[0].name"',
+    ),
+]
 
 
 @pytest.mark.parametrize(("spec", "detail"), [pytest.param(s, d, id=i) for i, s, d in STRICT_EXACT])
@@ -313,10 +438,13 @@ def test_without_strict_decoding_a_list_where_human_belongs_is_a_type_error(
 ) -> None:
     answer = create(api, namespace, {"human": [score()]}, strict=False)
     assert answer.causes == {
-        ("spec.human", "FieldValueTypeInvalid",
-         'Invalid value: "array": spec.human in body must be of type object: "array"'),
+        (
+            "spec.human",
+            "FieldValueTypeInvalid",
+            'Invalid value: "array": spec.human in body must be of type object: "array"',
+        ),
         NOT_CHECKED,
-    }  # fmt: skip
+    }
 
 
 # ---------------------------------------------------------------- kubectl
@@ -400,13 +528,15 @@ def test_every_example_gets_the_verdicts_answer_from_kubectl(
 ) -> None:
     document = copy.deepcopy(document)
     document["metadata"].pop("namespace", None)
-    result = control_plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
-                                   stdin=yaml.safe_dump(document))  # fmt: skip
+    result = control_plane.kubectl(
+        "create", "--dry-run=server", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(document)
+    )
     verdict = validate_spec(document.get("spec"))
     assert (result.returncode == 0) is verdict.valid, result.stderr
     if not verdict.valid:
-        named = set(re.findall(r'(?:is invalid: |\* )(spec[^:]*):|unknown field "([^"]+)"',
-                               result.stderr))  # fmt: skip
+        named = set(
+            re.findall(r'(?:is invalid: |\* )(spec[^:]*):|unknown field "([^"]+)"', result.stderr)
+        )
         named = {field for pair in named for field in pair if field}
         assert named, result.stderr
         decoding_only = "strict decoding error" in result.stderr
@@ -431,17 +561,26 @@ def maximal_spec() -> dict[str, Any]:
     width = rules_api.MAX_NAME_LENGTH
     return {
         "mode": "Monitor",
-        "human": {"scores": [
-            {"name": f"{i:03d}".ljust(width, EMOJI), "dataType": "CATEGORICAL",
-             "categories": [f"{i}-{j}".ljust(width, "c") for j in range(rules_api.MAX_CATEGORIES)]}
-            for i in range(rules_api.MAX_HUMAN_SCORES)
-        ]},
+        "human": {
+            "scores": [
+                {
+                    "name": f"{i:03d}".ljust(width, EMOJI),
+                    "dataType": "CATEGORICAL",
+                    "categories": [
+                        f"{i}-{j}".ljust(width, "c") for j in range(rules_api.MAX_CATEGORIES)
+                    ],
+                }
+                for i in range(rules_api.MAX_HUMAN_SCORES)
+            ]
+        },
         "external": [
-            {"name": f"{i:03d}".ljust(width, "c"),
-             "score": {"name": f"{i:03d}".ljust(width, "e"), "dataType": "BOOLEAN"}}
+            {
+                "name": f"{i:03d}".ljust(width, "c"),
+                "score": {"name": f"{i:03d}".ljust(width, "e"), "dataType": "BOOLEAN"},
+            }
             for i in range(rules_api.MAX_EXTERNAL_CHANNELS)
         ],
-    }  # fmt: skip
+    }
 
 
 def test_the_largest_valid_store_is_stored(api: k8s.CustomObjectsApi, namespace: str) -> None:
@@ -483,16 +622,25 @@ def test_the_costliest_messages_stay_within_the_per_call_limit(
     causes = create(api, namespace, spec).causes
     quoted = f'"{name}"'
     assert causes == {
-        ("spec.human.scores", R_INVALID,
-         f"Invalid value: {messages.MSG_DUP_HUMAN}: {quoted} is declared at "
-         "spec.human.scores[0].name and again at spec.human.scores[63].name"),
-        ("spec.external", R_INVALID,
-         f"Invalid value: {messages.MSG_DUP_ACROSS}: {quoted} is declared at "
-         "spec.human.scores[0].name and again at spec.external[0].score.name"),
-        ("spec.external", R_INVALID,
-         f"Invalid value: {messages.MSG_DUP_CHANNEL}: {quoted} is declared at "
-         "spec.external[0].name and again at spec.external[31].name"),
-    }  # fmt: skip
+        (
+            "spec.human.scores",
+            R_INVALID,
+            f"Invalid value: {messages.MSG_DUP_HUMAN}: {quoted} is declared at "
+            "spec.human.scores[0].name and again at spec.human.scores[63].name",
+        ),
+        (
+            "spec.external",
+            R_INVALID,
+            f"Invalid value: {messages.MSG_DUP_ACROSS}: {quoted} is declared at "
+            "spec.human.scores[0].name and again at spec.external[0].score.name",
+        ),
+        (
+            "spec.external",
+            R_INVALID,
+            f"Invalid value: {messages.MSG_DUP_CHANNEL}: {quoted} is declared at "
+            "spec.external[0].name and again at spec.external[31].name",
+        ),
+    }
 
 
 # ---------------------------------------------------------------- the corpus
@@ -606,16 +754,29 @@ def evidence_crd() -> dict[str, Any]:
 def evidence(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
     """The evidence CRD, served; yields its apiVersion."""
     crd = evidence_crd()
-    control_plane.kubectl("apply", "--server-side", "--field-manager=kube-tests", "-f", "-",
-                          stdin=yaml.safe_dump(crd), check=True)  # fmt: skip
-    control_plane.kubectl("wait", "--for=condition=Established", f"crd/{crd['metadata']['name']}",
-                          "--timeout=60s", check=True)  # fmt: skip
+    control_plane.kubectl(
+        "apply",
+        "--server-side",
+        "--field-manager=kube-tests",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(crd),
+        check=True,
+    )
+    control_plane.kubectl(
+        "wait",
+        "--for=condition=Established",
+        f"crd/{crd['metadata']['name']}",
+        "--timeout=60s",
+        check=True,
+    )
     api_version = f"{EVIDENCE_GROUP}/{VERSION}"
 
     def served() -> bool:
         probe = {**feedbackstore("probe", human(score())), "apiVersion": api_version}
-        result = control_plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
-                                       stdin=yaml.safe_dump(probe))  # fmt: skip
+        result = control_plane.kubectl(
+            "create", "--dry-run=server", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(probe)
+        )
         return result.returncode == 0
 
     eventually(served, timeout=60, what="evidence CRD served")
@@ -623,11 +784,20 @@ def evidence(control_plane: ControlPlane, namespace: str) -> Iterator[str]:
     control_plane.kubectl("delete", "crd", crd["metadata"]["name"], "--timeout=60s", check=True)
 
 
-def apply(plane: ControlPlane, namespace: str, document: dict[str, Any], manager: str,
-          *extra: str) -> tuple[int, str]:  # fmt: skip
-    result = plane.kubectl("apply", "--server-side", f"--field-manager={manager}",
-                           "-n", namespace, *extra, "-f", "-",
-                           stdin=yaml.safe_dump(document))  # fmt: skip
+def apply(
+    plane: ControlPlane, namespace: str, document: dict[str, Any], manager: str, *extra: str
+) -> tuple[int, str]:
+    result = plane.kubectl(
+        "apply",
+        "--server-side",
+        f"--field-manager={manager}",
+        "-n",
+        namespace,
+        *extra,
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(document),
+    )
     return result.returncode, result.stdout + result.stderr
 
 
@@ -673,9 +843,16 @@ def test_a_map_list_merges_another_managers_score_into_a_gitops_store(
     assert apply(control_plane, namespace, store("thumbs", "accuracy"), "gitops")[0] == 0
     assert apply(control_plane, namespace, store("csat"), "someone-else")[0] == 0
     assert apply(control_plane, namespace, store("thumbs"), "gitops")[0] == 0
-    names = control_plane.kubectl("get", f"{PLURAL}.{EVIDENCE_GROUP}", "merged",
-                                  "-n", namespace, "-o", "jsonpath={.spec.human.scores[*].name}",
-                                  check=True)  # fmt: skip
+    names = control_plane.kubectl(
+        "get",
+        f"{PLURAL}.{EVIDENCE_GROUP}",
+        "merged",
+        "-n",
+        namespace,
+        "-o",
+        "jsonpath={.spec.human.scores[*].name}",
+        check=True,
+    )
     assert names.stdout == "thumbs csat"
 
 
@@ -697,7 +874,8 @@ def test_reason_field_value_duplicate_drops_the_rules_message(
     spec = {"external": [channel("a", "csat"), channel("b", "csat")]}
     body = {**feedbackstore("dup-reason", spec), "apiVersion": evidence}
     with pytest.raises(k8s.ApiException) as refused_by:
-        api.create_namespaced_custom_object(EVIDENCE_GROUP, VERSION, namespace, PLURAL, body,
-                                            dry_run="All")  # fmt: skip
+        api.create_namespaced_custom_object(
+            EVIDENCE_GROUP, VERSION, namespace, PLURAL, body, dry_run="All"
+        )
     causes = Answer(422, json.loads(refused_by.value.body)).causes
     assert causes == {("spec.external", "FieldValueDuplicate", "Duplicate value")}

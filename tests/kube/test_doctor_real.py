@@ -142,8 +142,9 @@ def _plain_namespace(plane: ControlPlane, prefix: str, labels: dict[str, str]) -
     return name
 
 
-def _tls_secret(plane: ControlPlane, namespace: str, name: str, cert: bytes, key: bytes,
-                ca: bytes) -> None:  # fmt: skip
+def _tls_secret(
+    plane: ControlPlane, namespace: str, name: str, cert: bytes, key: bytes, ca: bytes
+) -> None:
     data = {"tls.crt": cert, "tls.key": key, "ca.crt": ca}
     body = {
         "metadata": {"name": name},
@@ -153,8 +154,9 @@ def _tls_secret(plane: ControlPlane, namespace: str, name: str, cert: bytes, key
     k8s.CoreV1Api(api_client(plane)).create_namespaced_secret(namespace, body)
 
 
-def _service(plane: ControlPlane, namespace: str, name: str, port: int, *,
-             ready: bool | None) -> None:  # fmt: skip
+def _service(
+    plane: ControlPlane, namespace: str, name: str, port: int, *, ready: bool | None
+) -> None:
     """A Service and, unless `ready` is None, an EndpointSlice for it at ENDPOINT:`port`.
 
     kube-apiserver refuses loopback addresses in an EndpointSlice, so the endpoint is
@@ -162,43 +164,75 @@ def _service(plane: ControlPlane, namespace: str, name: str, port: int, *,
     (the registrations call 127.0.0.1 by `url:`; nothing here uses the Service).
     """
     api = api_client(plane)
-    k8s.CoreV1Api(api).create_namespaced_service(namespace, {
-        "metadata": {"name": name},
-        "spec": {"selector": {"app.kubernetes.io/name": name},
-                 "ports": [{"name": "https", "port": 443, "targetPort": "https"}]},
-    })  # fmt: skip
+    k8s.CoreV1Api(api).create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "selector": {"app.kubernetes.io/name": name},
+                "ports": [{"name": "https", "port": 443, "targetPort": "https"}],
+            },
+        },
+    )
     if ready is None:
         return
-    k8s.DiscoveryV1Api(api).create_namespaced_endpoint_slice(namespace, {
-        "metadata": {"name": f"{name}-1", "labels": {"kubernetes.io/service-name": name}},
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": [ENDPOINT], "conditions": {"ready": ready}}],
-        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
-    })  # fmt: skip
+    k8s.DiscoveryV1Api(api).create_namespaced_endpoint_slice(
+        namespace,
+        {
+            "metadata": {"name": f"{name}-1", "labels": {"kubernetes.io/service-name": name}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [ENDPOINT], "conditions": {"ready": ready}}],
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+        },
+    )
 
 
-def _lease(plane: ControlPlane, namespace: str, name: str, holder: str,
-           renewed: dt.datetime) -> None:  # fmt: skip
+def _lease(
+    plane: ControlPlane, namespace: str, name: str, holder: str, renewed: dt.datetime
+) -> None:
     stamp = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     k8s.CustomObjectsApi(api_client(plane)).create_namespaced_custom_object(
-        "coordination.k8s.io", "v1", namespace, "leases", {
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "coordination.k8s.io",
+        "v1",
+        namespace,
+        "leases",
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
             "metadata": {"name": name},
-            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
-                     "acquireTime": stamp, "renewTime": stamp},
-        })  # fmt: skip
+            "spec": {
+                "holderIdentity": holder,
+                "leaseDurationSeconds": 15,
+                "acquireTime": stamp,
+                "renewTime": stamp,
+            },
+        },
+    )
 
 
 @contextlib.contextmanager
-def status_writer(plane: ControlPlane, workdir: pathlib.Path, store_namespace: str,
-                  lease_namespace: str) -> Iterator[subprocess.Popen[bytes]]:  # fmt: skip
+def status_writer(
+    plane: ControlPlane, workdir: pathlib.Path, store_namespace: str, lease_namespace: str
+) -> Iterator[subprocess.Popen[bytes]]:
     log = (workdir / f"status-writer-{uuid.uuid4().hex[:6]}.log").open("wb")
     process = subprocess.Popen(
-        [console_script(), "status-writer", "--kubeconfig", str(plane.kubeconfig),
-         "--namespace", store_namespace, "--lease-namespace", lease_namespace,
-         "--metrics-host", "127.0.0.1", "--metrics-port", "0"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            console_script(),
+            "status-writer",
+            "--kubeconfig",
+            str(plane.kubeconfig),
+            "--namespace",
+            store_namespace,
+            "--lease-namespace",
+            lease_namespace,
+            "--metrics-host",
+            "127.0.0.1",
+            "--metrics-port",
+            "0",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         yield process
     finally:
@@ -216,16 +250,23 @@ def _validated(plane: ControlPlane, namespace: str, name: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def install(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory,
-            _shipped_crd: None) -> Iterator[Install]:  # fmt: skip
+def install(
+    control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory, _shipped_crd: None
+) -> Iterator[Install]:
     plane = control_plane
     workdir = tmp_path_factory.mktemp("doctor")
     namespace = _plain_namespace(plane, "fbsys", {})
     probe_namespace = new_namespace(plane, "doctor")
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(webhook_server(workdir / "webhook"))
-        _tls_secret(plane, namespace, "feedbackstore-webhook-tls", server.cert_file.read_bytes(),
-                    server.key_file.read_bytes(), server.ca_pem)  # fmt: skip
+        _tls_secret(
+            plane,
+            namespace,
+            "feedbackstore-webhook-tls",
+            server.cert_file.read_bytes(),
+            server.key_file.read_bytes(),
+            server.ca_pem,
+        )
         _service(plane, namespace, "feedbackstore-webhook", server.port, ready=True)
         name = f"doctor-{uuid.uuid4().hex[:8]}"
         stack.enter_context(
@@ -248,8 +289,9 @@ class Scenario:
 
 
 @contextlib.contextmanager
-def scenario(install: Install, url: str, ca_pem: bytes, *, live: bool = True,
-             **overrides: Any) -> Iterator[Scenario]:  # fmt: skip
+def scenario(
+    install: Install, url: str, ca_pem: bytes, *, live: bool = True, **overrides: Any
+) -> Iterator[Scenario]:
     tag = uuid.uuid4().hex[:8]
     namespace = _plain_namespace(install.plane, "probe", {SCENARIO_LABEL: tag})
     fields = {"namespaceSelector": {"matchLabels": {SCENARIO_LABEL: tag}}, **overrides}
@@ -263,8 +305,9 @@ def wait_refused(plane: ControlPlane, namespace: str) -> None:
     probe = yaml.safe_dump(feedbackstore("refused-probe", VALID_SPEC))
 
     def refused() -> bool:
-        result = plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
-                               stdin=probe)  # fmt: skip
+        result = plane.kubectl(
+            "create", "--dry-run=server", "-n", namespace, "-f", "-", stdin=probe
+        )
         return result.returncode != 0 and "failed calling webhook" in result.stderr
 
     eventually(refused, timeout=30, what="broken registration in use")
@@ -309,8 +352,12 @@ def doctor_on_refused_serving(
         ) as broken,
     ):
         wait_refused(install.plane, broken.namespace)
-        return doctor(install, webhook_configuration=broken.name, secret=secret,
-                      probe_namespace=broken.namespace)  # fmt: skip
+        return doctor(
+            install,
+            webhook_configuration=broken.name,
+            secret=secret,
+            probe_namespace=broken.namespace,
+        )
 
 
 # -- all is well -------------------------------------------------------------------------
@@ -329,8 +376,13 @@ def test_a_healthy_install_passes_every_check(install: Install) -> None:
 def test_text_output_is_one_line_per_check_and_exit_code_from_the_console_script(
     install: Install,
 ) -> None:
-    result = subprocess.run([console_script(), "doctor", *install.args()],
-                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    result = subprocess.run(
+        [console_script(), "doctor", *install.args()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert [line.split()[:2] for line in lines[:-1]] == [["ok", name] for name in EVERY_CHECK]
@@ -360,10 +412,12 @@ def test_failure_policy_ignore_fails_and_a_dead_webhook_behind_it_goes_unnoticed
     install: Install,
 ) -> None:
     dead = f"https://127.0.0.1:{free_port()}/validate"
-    with scenario(install, dead, install.server.ca_pem, live=False,
-                  failurePolicy="Ignore") as broken:  # fmt: skip
-        code, checks = doctor(install, webhook_configuration=broken.name,
-                              probe_namespace=broken.namespace)  # fmt: skip
+    with scenario(
+        install, dead, install.server.ca_pem, live=False, failurePolicy="Ignore"
+    ) as broken:
+        code, checks = doctor(
+            install, webhook_configuration=broken.name, probe_namespace=broken.namespace
+        )
     assert code == 1
     all_ok_but(checks, failurePolicy="fail", webhook_answers="fail")
     assert checks["failurePolicy"]["detail"].startswith("Ignore:")
@@ -375,10 +429,12 @@ def test_failure_policy_ignore_fails_and_a_dead_webhook_behind_it_goes_unnoticed
 def test_a_namespace_selector_that_matches_the_install_namespace_fails(
     install: Install,
 ) -> None:
-    with scenario(install, install.server.url, install.server.ca_pem,
-                  namespaceSelector={}) as broken:  # fmt: skip
-        code, checks = doctor(install, webhook_configuration=broken.name,
-                              probe_namespace=broken.namespace)  # fmt: skip
+    with scenario(
+        install, install.server.url, install.server.ca_pem, namespaceSelector={}
+    ) as broken:
+        code, checks = doctor(
+            install, webhook_configuration=broken.name, probe_namespace=broken.namespace
+        )
     assert code == 1
     all_ok_but(checks, namespaceSelector="fail")
     assert f"matches kube-system and {install.namespace}" in checks["namespaceSelector"]["detail"]
@@ -390,8 +446,9 @@ def test_a_wrong_ca_bundle_fails_and_kube_apiserver_says_unknown_authority(
     other_ca = issue_bundle(("127.0.0.1",)).ca_cert
     with scenario(install, install.server.url, other_ca, live=False) as broken:
         wait_refused(install.plane, broken.namespace)
-        code, checks = doctor(install, webhook_configuration=broken.name,
-                              probe_namespace=broken.namespace)  # fmt: skip
+        code, checks = doctor(
+            install, webhook_configuration=broken.name, probe_namespace=broken.namespace
+        )
     assert code == 1
     all_ok_but(checks, ca_bundle="fail", webhook_answers="fail")
     assert "does not verify the serving certificate" in checks["ca-bundle"]["detail"]
@@ -419,8 +476,9 @@ def test_a_certificate_expiring_within_30_days_warns_and_still_exits_0(install: 
         serving(install, bundle) as port,
         scenario(install, f"https://127.0.0.1:{port}/validate", bundle.ca_cert) as soon,
     ):
-        code, checks = doctor(install, webhook_configuration=soon.name, secret=secret,
-                              probe_namespace=soon.namespace)  # fmt: skip
+        code, checks = doctor(
+            install, webhook_configuration=soon.name, secret=secret, probe_namespace=soon.namespace
+        )
     assert code == 0
     all_ok_but(checks, certificate_expiry="warn")
     assert "serving certificate expires on" in checks["certificate-expiry"]["detail"]
@@ -458,8 +516,9 @@ def test_a_webhook_server_that_is_down_fails_the_dry_run(install: Install) -> No
     dead = f"https://127.0.0.1:{free_port()}/validate"
     with scenario(install, dead, install.server.ca_pem, live=False) as broken:
         wait_refused(install.plane, broken.namespace)
-        code, checks = doctor(install, webhook_configuration=broken.name,
-                              probe_namespace=broken.namespace)  # fmt: skip
+        code, checks = doctor(
+            install, webhook_configuration=broken.name, probe_namespace=broken.namespace
+        )
         transcript = _text(install, broken)
     assert code == 1
     all_ok_but(checks, webhook_answers="fail")
@@ -473,8 +532,12 @@ def test_a_webhook_server_that_is_down_fails_the_dry_run(install: Install) -> No
 def _text(install: Install, broken: Scenario) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        main(["doctor", *install.args(webhook_configuration=broken.name,
-                                      probe_namespace=broken.namespace)])  # fmt: skip
+        main(
+            [
+                "doctor",
+                *install.args(webhook_configuration=broken.name, probe_namespace=broken.namespace),
+            ]
+        )
     return out.getvalue()
 
 
@@ -512,20 +575,39 @@ def test_stores_with_missing_or_stale_conditions_fail(install: Install) -> None:
         custom.create_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, feedbackstore(name, VALID_SPEC)
         )
-    condition = {"type": "Validated", "status": "True", "reason": "SpecCoherent",
-                 "message": "feedback store spec is coherent", "observedGeneration": 1,
-                 "lastTransitionTime": "2025-01-01T00:00:00Z"}  # fmt: skip
+    condition = {
+        "type": "Validated",
+        "status": "True",
+        "reason": "SpecCoherent",
+        "message": "feedback store spec is coherent",
+        "observedGeneration": 1,
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+    }
     custom.patch_namespaced_custom_object_status(
-        GROUP, VERSION, namespace, PLURAL, "seen-before",
-        {"apiVersion": API_VERSION, "kind": "FeedbackStore", "metadata": {"name": "seen-before"},
-         "status": {"conditions": [condition]}},
-        field_manager="doctor-test", force=True, _content_type="application/apply-patch+yaml",
-    )  # fmt: skip
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        "seen-before",
+        {
+            "apiVersion": API_VERSION,
+            "kind": "FeedbackStore",
+            "metadata": {"name": "seen-before"},
+            "status": {"conditions": [condition]},
+        },
+        field_manager="doctor-test",
+        force=True,
+        _content_type="application/apply-patch+yaml",
+    )
     custom.patch_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, "seen-before",
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        "seen-before",
         {"spec": {"human": {"scores": [{"name": "stars"}]}}},
         _content_type="application/merge-patch+json",
-    )  # fmt: skip
+    )
     code, checks = doctor(install, store_namespace=namespace)
     assert code == 1
     # Its Validated applied as `doctor-test`, which the doctor names as a second writer too.
@@ -566,8 +648,9 @@ def test_a_store_held_with_no_writer_fails_and_the_printed_way_out_works(
     patch = command.split("-p '", 1)[1].rstrip("'")
     done = plane.kubectl("-n", namespace, "patch", "fs", "orphaned", "--type=json", "-p", patch)
     assert (done.returncode, done.stdout) == (
-        0, "feedbackstore.agents.ctxmesh.ai/orphaned patched\n"
-    )  # fmt: skip
+        0,
+        "feedbackstore.agents.ctxmesh.ai/orphaned patched\n",
+    )
     left = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "orphaned")
     assert left["metadata"]["finalizers"] == ["example.com/keep"], "only ours was removed"
 
@@ -585,8 +668,12 @@ def test_an_invalid_inline_declaration_is_listed_with_its_first_problem(install:
     namespace = _plain_namespace(install.plane, "inline", {})
     api = k8s.CustomObjectsApi(api_client(install.plane))
     twice = {"human": {"scores": [{"name": "a"}, {"name": "a"}]}}
-    body = {"apiVersion": f"{AGENT_GROUP}/v1beta1", "kind": "AgentDeployment",
-            "metadata": {"name": "inline-bot"}, "spec": {"feedback": twice}}  # fmt: skip
+    body = {
+        "apiVersion": f"{AGENT_GROUP}/v1beta1",
+        "kind": "AgentDeployment",
+        "metadata": {"name": "inline-bot"},
+        "spec": {"feedback": twice},
+    }
     api.create_namespaced_custom_object(AGENT_GROUP, "v1beta1", namespace, AGENT_PLURAL, body)
     code, checks = doctor(install, store_namespace=namespace)
     assert code == 0, "a warning: the agent serves, the platform's gateway decides with it"

@@ -133,8 +133,10 @@ def terminating_in_use(stores: Stores, writers: Writers, plane: ControlPlane) ->
     stores.create("billing-feedback", VALID)
     agents.create("billing-agent", "billing-feedback")
     writers.start("gitops")
-    eventually(lambda: (stores.condition("billing-feedback", "InUse") or {}).get("status")
-               == "True", what="InUse True")  # fmt: skip
+    eventually(
+        lambda: (stores.condition("billing-feedback", "InUse") or {}).get("status") == "True",
+        what="InUse True",
+    )
     stores.delete("billing-feedback")
 
     def deferred() -> dict[str, Any] | None:
@@ -193,23 +195,31 @@ def stalled_message(status: str) -> Callable[[dict[str, Any]], Health]:
 CASES = {
     "a valid store is Current and Healthy": Case("valid.yaml", valid, lambda _: CURRENT),
     "an invalid store is Failed with every problem and Degraded": Case(
-        "invalid.yaml", invalid, stalled_message("Failed")),
+        "invalid.yaml", invalid, stalled_message("Failed")
+    ),
     "a store with no verdict yet is Progressing, and Current to kstatus": Case(
-        "no-verdict.yaml", no_verdict_yet, lambda _: CURRENT),
+        "no-verdict.yaml", no_verdict_yet, lambda _: CURRENT
+    ),
     "a verdict for an older spec is Progressing, and still that verdict to kstatus": Case(
-        "older-generation.yaml", older_generation, stalled_message("Failed")),
+        "older-generation.yaml", older_generation, stalled_message("Failed")
+    ),
     "a store deleted in use is Terminating and Progressing naming its agents": Case(
-        "terminating-in-use.yaml", terminating_in_use, lambda _: TERMINATING),
+        "terminating-in-use.yaml", terminating_in_use, lambda _: TERMINATING
+    ),
     "a store the platform validated first is Failed and Degraded with every problem": Case(
-        "platform-validated.yaml", validated_by_the_platform, stalled_message("Failed")),
-}  # fmt: skip
+        "platform-validated.yaml", validated_by_the_platform, stalled_message("Failed")
+    ),
+}
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 def test_health_as_the_gitops_tools_compute_it(
-    case: Case, stores: Stores, writers: Writers, control_plane: ControlPlane,
+    case: Case,
+    stores: Stores,
+    writers: Writers,
+    control_plane: ControlPlane,
     gitops_tool: GitopsTool,
-) -> None:  # fmt: skip
+) -> None:
     obj = case.make(stores, writers, control_plane)
     verdicts = gitops_tool.compute([obj])[0]
     assert verdicts.kstatus == case.kstatus(obj)

@@ -31,10 +31,21 @@ NOT_HERE = {"Issuer", "Certificate", "ServiceMonitor", "PrometheusRule"}
 
 def _pki(directory: pathlib.Path) -> list[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "webhook.cli.main", "certs", "--out-dir", str(directory),
-         "--base", str(MANIFESTS)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "webhook.cli.main",
+            "certs",
+            "--out-dir",
+            str(directory),
+            "--base",
+            str(MANIFESTS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     files = f"tls.certificate={directory / 'tls.crt'},tls.key={directory / 'tls.key'}"
     return ["--set-file", f"{files},tls.caBundle={directory / 'ca.crt'}"]
@@ -58,12 +69,21 @@ def test_kube_apiserver_accepts_every_object_of_the_render_strictly(
     kept = [d for d in docs if d["kind"] not in NOT_HERE]
     assert len(kept) >= 14
     # The `helm test` pod names its ServiceAccount, which a dry run does not create.
-    control_plane.kubectl("-n", namespace, "create", "serviceaccount",
-                          "feedbackstore-webhook-test", check=True)  # fmt: skip
+    control_plane.kubectl(
+        "-n", namespace, "create", "serviceaccount", "feedbackstore-webhook-test", check=True
+    )
     result = control_plane.kubectl(
-        "apply", "--server-side", "--dry-run=server", "--validate=strict", "--force-conflicts",
-        "--field-manager=helm", "-f", "-", stdin=yaml.safe_dump_all(kept), timeout=120,
-    )  # fmt: skip
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "--validate=strict",
+        "--force-conflicts",
+        "--field-manager=helm",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump_all(kept),
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == "", result.stderr
     applied = [line for line in result.stdout.splitlines() if line.endswith("(server dry run)")]
@@ -80,9 +100,15 @@ def test_a_typo_in_a_rendered_object_is_refused_by_the_strict_server(
     deployment = yaml.safe_load(rendered)
     deployment["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFS"] = True
     result = control_plane.kubectl(
-        "apply", "--server-side", "--dry-run=server", "--validate=strict",
-        "--field-manager=helm", "-f", "-", stdin=yaml.safe_dump(deployment),
-    )  # fmt: skip
+        "apply",
+        "--server-side",
+        "--dry-run=server",
+        "--validate=strict",
+        "--field-manager=helm",
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(deployment),
+    )
     assert result.returncode != 0
     field = '.spec.template.spec.containers[name="webhook"].readOnlyRootFS'
     assert f"{field}: field not declared in schema" in result.stderr

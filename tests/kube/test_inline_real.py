@@ -1,4 +1,4 @@
-"""The inline form on a real kube-apiserver v1.37.2 (issue 28 §4): AgentDeployment's
+"""The inline form on a real kube-apiserver v1.37.2: AgentDeployment's
 `spec.feedback`, under the tests' AgentDeployment CRD (tests/kube/agents_crd.py) in both
 variants, with this webhook registered as shipped (by `url:`, every entry, test namespaces).
 
@@ -145,12 +145,14 @@ def cel_refusal(name: str, message: str) -> str:
     return f'The AgentDeployment "{name}" is invalid: spec.feedback: Invalid value: {message}\n'
 
 
-def send(plane: ControlPlane, namespace: str, version: str, name: str, spec: Any) -> tuple[
-        int, str, list[str]]:  # fmt: skip
+def send(
+    plane: ControlPlane, namespace: str, version: str, name: str, spec: Any
+) -> tuple[int, str, list[str]]:
     """`kubectl create --dry-run=server` of the case as an agent: (exit code, errors, warnings)."""
     body = agent(name, spec, version, image="support-agent:1.4")
-    result = plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
-                           stdin=json.dumps(body))  # fmt: skip
+    result = plane.kubectl(
+        "create", "--dry-run=server", "-n", namespace, "-f", "-", stdin=json.dumps(body)
+    )
     lines = result.stderr.splitlines()
     warnings = [
         line for line in lines if line.startswith("Warning: ") and not DEPRECATED.match(line)
@@ -159,8 +161,7 @@ def send(plane: ControlPlane, namespace: str, version: str, name: str, spec: Any
     return result.returncode, errors, warnings
 
 
-def judge(name: str, spec: Any, sent: tuple[int, str, list[str]],
-          called: dict[str, str]) -> str:  # fmt: skip
+def judge(name: str, spec: Any, sent: tuple[int, str, list[str]], called: dict[str, str]) -> str:
     """Who answered the case: the webhook when the audit log says kube-apiserver called it
     (`called`: its entry's annotations on the request), else the CEL or the schema, told
     apart by what kubectl printed (the schema's `Too many` reads as the webhook's would)."""
@@ -189,8 +190,11 @@ def judge(name: str, spec: Any, sent: tuple[int, str, list[str]],
 def run_corpus(plane: ControlPlane, namespace: str) -> list[Answered]:
     cases = corpus()
     run = uuid.uuid4().hex[:4]
-    jobs = [(version, f"c{run}-{index:03d}-{version}", case, spec) for version in AGENT_VERSIONS
-            for index, (case, spec) in enumerate(cases)]  # fmt: skip
+    jobs = [
+        (version, f"c{run}-{index:03d}-{version}", case, spec)
+        for version in AGENT_VERSIONS
+        for index, (case, spec) in enumerate(cases)
+    ]
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         sent = list(pool.map(lambda job: send(plane, namespace, *job[:2], job[3]), jobs))
     calls = webhook_calls(plane, namespace, f"c{run}-")
@@ -227,9 +231,12 @@ CORPUS_BLOCK = (
     "# the rules' corpus as spec.feedback, each case in v1alpha1 and v1beta1 (the same answer"
     " in both): who answered"
 )
-_ANSWERERS = (("created", "created"), ("schema", "refused by the schema"),
-              ("cel", "refused by the platform's CEL (its first failure)"),
-              ("webhook", "denied by the webhook (every problem)"))  # fmt: skip
+_ANSWERERS = (
+    ("created", "created"),
+    ("schema", "refused by the schema"),
+    ("cel", "refused by the platform's CEL (its first failure)"),
+    ("webhook", "denied by the webhook (every problem)"),
+)
 
 
 @pytest.mark.timeout(600)  # four kubectl runs of each of ~190 cases: two CRDs, two versions
@@ -248,12 +255,17 @@ def test_every_corpus_case_as_spec_feedback_is_answered_alike_in_both_versions(
     for variant, answered in (("without CEL", plain), ("with the platform's CEL", with_cel)):
         record(tmp_path, variant, answered)
         cases = answered_alike(answered)
-        counts = [f"{sum(1 for by in cases.values() if by == key)} {said}"
-                  for key, said in _ANSWERERS]  # fmt: skip
+        counts = [
+            f"{sum(1 for by in cases.values() if by == key)} {said}" for key, said in _ANSWERERS
+        ]
         lines.append(f"{variant}: {len(cases)} cases: {', '.join(counts)}")
     assert {by for by in answered_alike(plain).values()} == {"created", "schema", "webhook"}
     assert {by for by in answered_alike(with_cel).values()} == {
-        "created", "schema", "cel", "webhook"}  # fmt: skip
+        "created",
+        "schema",
+        "cel",
+        "webhook",
+    }
     assert matches_readme(console(lines), SECTION), console(lines)
 
 
@@ -287,27 +299,34 @@ UPDATE_BLOCK = (
 )
 FEEDBACK = {
     "mode": "Enforce",
-    "human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"},
-                         {"name": "tone", "dataType": "CATEGORICAL"}]},
+    "human": {
+        "scores": [
+            {"name": "thumbs", "dataType": "BOOLEAN"},
+            {"name": "tone", "dataType": "CATEGORICAL"},
+        ]
+    },
     "external": [{"name": "csat-webhook", "score": {"name": "csat"}}],
-}  # fmt: skip
+}
 # Three problems: two of the platform's invariants (its CEL says the first) and a channel name.
 INVALID_FEEDBACK = {
     "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]},
-    "external": [{"name": "csat-webhook", "score": {"name": "csat"}},
-                 {"name": "csat-webhook", "score": {"name": "thumbs"}}],
-}  # fmt: skip
+    "external": [
+        {"name": "csat-webhook", "score": {"name": "csat"}},
+        {"name": "csat-webhook", "score": {"name": "thumbs"}},
+    ],
+}
 CHANNELS_FEEDBACK = {
     "human": {"scores": [{"name": "thumbs"}]},
-    "external": [{"name": "csat-webhook", "score": {"name": "csat"}},
-                 {"name": "csat-webhook", "score": {"name": "nps"}}],
-}  # fmt: skip
+    "external": [
+        {"name": "csat-webhook", "score": {"name": "csat"}},
+        {"name": "csat-webhook", "score": {"name": "nps"}},
+    ],
+}
 
 
 def staged(user: User, file: str, name: str, feedback: Any, version: str = "v1beta1") -> list[str]:
     """Write an agent to `file` in the user's directory; the console lines that show it."""
-    document = agent(name, feedback, version, image="ghcr.io/ctxmesh/support-agent:1.4",
-                     replicas=2)  # fmt: skip
+    document = agent(name, feedback, version, image="ghcr.io/ctxmesh/support-agent:1.4", replicas=2)
     text = yaml.safe_dump(document, sort_keys=False)
     (user.workdir / file).write_text(text)
     return [f"$ cat {file}", *text.splitlines()]
@@ -349,8 +368,10 @@ def test_what_an_agents_author_sees_with_the_platforms_cel(
         shown += staged(user, "billing-agent.yaml", "billing-agent", INVALID_FEEDBACK)
         first = user.run("kubectl apply -f billing-agent.yaml")
         assert first.printed == failed(cel_refusal("billing-agent", PLATFORM_MESSAGES[1]))
-        shown += [first, *staged(user, "billing-agent.yaml", "billing-agent", CHANNELS_FEEDBACK,
-                                 "v1alpha1")]  # fmt: skip
+        shown += [
+            first,
+            *staged(user, "billing-agent.yaml", "billing-agent", CHANNELS_FEEDBACK, "v1alpha1"),
+        ]
         second = user.run("kubectl apply -f billing-agent.yaml")
         deprecated = (
             "Warning: agents.ctxmesh.ai/v1alpha1 AgentDeployment is deprecated; use "
@@ -366,10 +387,14 @@ def test_what_an_agents_author_sees_with_the_platforms_cel(
 # FEEDBACK with `thumbs` renamed to `thumbs-up`.
 RENAMED = {
     "mode": "Enforce",
-    "human": {"scores": [{"name": "thumbs-up", "dataType": "BOOLEAN"},
-                         {"name": "tone", "dataType": "CATEGORICAL"}]},
+    "human": {
+        "scores": [
+            {"name": "thumbs-up", "dataType": "BOOLEAN"},
+            {"name": "tone", "dataType": "CATEGORICAL"},
+        ]
+    },
     "external": [{"name": "csat-webhook", "score": {"name": "csat"}}],
-}  # fmt: skip
+}
 
 
 def test_what_an_agents_author_sees_on_update(user: User, server: WebhookServer) -> None:
@@ -401,8 +426,9 @@ def test_what_an_agents_author_sees_on_update(user: User, server: WebhookServer)
 # ---------------------------------------------------------------- what is never sent (audit)
 
 
-def agent_webhook_annotations(plane: ControlPlane, verb: str, namespace: str, name: str,
-                              count: int) -> list[dict[str, str]]:  # fmt: skip
+def agent_webhook_annotations(
+    plane: ControlPlane, verb: str, namespace: str, name: str, count: int
+) -> list[dict[str, str]]:
     """The annotations of the agent entry on each of the first `count` completed audit events of
     `verb` on agent `name`, in order (kube-apiserver writes them before it answers: blocking)."""
 
@@ -419,8 +445,9 @@ def agent_webhook_annotations(plane: ControlPlane, verb: str, namespace: str, na
                 ref.get("name"),
             ) == ("ResponseComplete", verb, AGENT_PLURAL, namespace, name):
                 annotations = event.get("annotations", {})
-                found.append({k: v for k, v in annotations.items()
-                              if k.startswith(f"{AGENT_WEBHOOK_NAME}/")})  # fmt: skip
+                found.append(
+                    {k: v for k, v in annotations.items() if k.startswith(f"{AGENT_WEBHOOK_NAME}/")}
+                )
         return found if len(found) >= count else None
 
     found = eventually(find, what=f"{count} audit events of {verb} {namespace}/{name}")
@@ -451,20 +478,45 @@ def test_an_agent_update_leaving_spec_feedback_alone_is_never_sent_to_the_webhoo
     nulled = {**agent("nulled-agent", image="support-agent:1.4"), "spec": {"feedback": None}}
     outputs = [
         # a null is pruned before admission: no spec.feedback, not sent
-        plane.kubectl("create", "-n", namespace, "-f", "-", stdin=json.dumps(nulled),
-                      check=True).stderr,
-        kubectl("patch", "agentdeployment", "legacy-agent", "--type=merge",
-                "-p", '{"spec":{"replicas":3,"image":"support-agent:1.4"}}'),
+        plane.kubectl(
+            "create", "-n", namespace, "-f", "-", stdin=json.dumps(nulled), check=True
+        ).stderr,
+        kubectl(
+            "patch",
+            "agentdeployment",
+            "legacy-agent",
+            "--type=merge",
+            "-p",
+            '{"spec":{"replicas":3,"image":"support-agent:1.4"}}',
+        ),
         kubectl("label", "agentdeployment", "legacy-agent", "team=support"),
-        kubectl("patch", "agentdeployment", "legacy-agent", "--type=merge",
-                "-p", '{"metadata":{"finalizers":["ctxmesh.ai/test-hold"]}}'),
+        kubectl(
+            "patch",
+            "agentdeployment",
+            "legacy-agent",
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":["ctxmesh.ai/test-hold"]}}',
+        ),
         kubectl("delete", "agentdeployment", "legacy-agent", "--wait=false"),
         # being deleted: even a change of spec.feedback is not sent
-        kubectl("patch", "agentdeployment", "legacy-agent", "--type=merge",
-                "-p", json.dumps({"spec": {"feedback": CHANNELS_FEEDBACK}})),
-        kubectl("patch", "agentdeployment", "legacy-agent", "--type=merge",
-                "-p", '{"metadata":{"finalizers":null}}'),
-    ]  # fmt: skip
+        kubectl(
+            "patch",
+            "agentdeployment",
+            "legacy-agent",
+            "--type=merge",
+            "-p",
+            json.dumps({"spec": {"feedback": CHANNELS_FEEDBACK}}),
+        ),
+        kubectl(
+            "patch",
+            "agentdeployment",
+            "legacy-agent",
+            "--type=merge",
+            "-p",
+            '{"metadata":{"finalizers":null}}',
+        ),
+    ]
     assert reviews_answered(server) == before
     assert outputs == [""] * len(outputs), "no warning: the webhook never saw them"
     patches = agent_webhook_annotations(plane, "patch", namespace, "legacy-agent", 5)
@@ -473,10 +525,23 @@ def test_an_agent_update_leaving_spec_feedback_alone_is_never_sent_to_the_webhoo
     assert agent_webhook_annotations(plane, "create", namespace, "nulled-agent", 1) == [{}]
 
     # the control: a change of spec.feedback on a live agent is sent, and audited
-    plane.kubectl("create", "-n", namespace, "-f", "-", check=True,
-                  stdin=json.dumps(agent("support-agent", FEEDBACK)))  # fmt: skip
-    kubectl("patch", "agentdeployment", "support-agent", "--type=merge",
-            "-p", json.dumps({"spec": {"feedback": RENAMED}}))  # fmt: skip
+    plane.kubectl(
+        "create",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        check=True,
+        stdin=json.dumps(agent("support-agent", FEEDBACK)),
+    )
+    kubectl(
+        "patch",
+        "agentdeployment",
+        "support-agent",
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"feedback": RENAMED}}),
+    )
     assert reviews_answered(server) == before + 2
     key = f"{AGENT_WEBHOOK_NAME}/verdict"
     assert agent_webhook_annotations(plane, "create", namespace, "support-agent", 1)[0][key] == (

@@ -33,9 +33,17 @@ INVALID_MESSAGE = (
     'spec.feedback is invalid: spec.feedback.human.scores[1].name: Duplicate value: "thumbs": '
     "human score names must be unique (first declared at spec.feedback.human.scores[0].name)"
 )
-PLATFORM_STATUS = {"conditions": [{"type": "Ready", "status": "True", "reason": "Serving",
-                                   "message": "set by the platform",
-                                   "lastTransitionTime": "2026-01-01T00:00:00Z"}]}  # fmt: skip
+PLATFORM_STATUS = {
+    "conditions": [
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "Serving",
+            "message": "set by the platform",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+    ]
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -57,8 +65,12 @@ class Agents:
 
     def create(self, name: str, feedback: dict[str, Any], version: str = "v1beta1") -> None:
         spec = {"feedback": feedback, "replicas": 1}
-        body = {"apiVersion": f"{AGENT_GROUP}/{version}", "kind": "AgentDeployment",
-                "metadata": {"name": name}, "spec": spec}  # fmt: skip
+        body = {
+            "apiVersion": f"{AGENT_GROUP}/{version}",
+            "kind": "AgentDeployment",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
         self.api.create_namespaced_custom_object(
             AGENT_GROUP, version, self.namespace, AGENT_PLURAL, body
         )
@@ -71,12 +83,23 @@ class Agents:
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
         """As the platform does: the status subresource, its own manager."""
-        body = {"apiVersion": f"{AGENT_GROUP}/v1beta1", "kind": "AgentDeployment",
-                "metadata": {"name": name}, "status": status}  # fmt: skip
+        body = {
+            "apiVersion": f"{AGENT_GROUP}/v1beta1",
+            "kind": "AgentDeployment",
+            "metadata": {"name": name},
+            "status": status,
+        }
         self.api.patch_namespaced_custom_object_status(
-            AGENT_GROUP, "v1beta1", self.namespace, AGENT_PLURAL, name, body,
-            field_manager="platform", force=True, _content_type="application/apply-patch+yaml",
-        )  # fmt: skip
+            AGENT_GROUP,
+            "v1beta1",
+            self.namespace,
+            AGENT_PLURAL,
+            name,
+            body,
+            field_manager="platform",
+            force=True,
+            _content_type="application/apply-patch+yaml",
+        )
 
     def set_feedback(self, name: str, feedback: dict[str, Any]) -> None:
         current = self.get(name)
@@ -103,28 +126,42 @@ def test_an_invalid_inline_declaration_is_told_by_an_event_and_the_agent_is_neve
     before = agents.get("support-bot")
     writer = writers.start("inline", resync_seconds=1.0)
 
-    warning = eventually(lambda: events_about(control_plane, namespace, "support-bot"),
-                         what="the warning Event on the agent")[0]  # fmt: skip
+    warning = eventually(
+        lambda: events_about(control_plane, namespace, "support-bot"),
+        what="the warning Event on the agent",
+    )[0]
     assert (warning["type"], warning["reason"], warning["message"]) == (
-        "Warning", "InvalidSpec", INVALID_MESSAGE)  # fmt: skip
+        "Warning",
+        "InvalidSpec",
+        INVALID_MESSAGE,
+    )
     involved = warning["involved_object"]
     assert (involved["api_version"], involved["kind"], involved["name"]) == (
-        f"{AGENT_GROUP}/v1beta1", "AgentDeployment", "support-bot")  # fmt: skip
+        f"{AGENT_GROUP}/v1beta1",
+        "AgentDeployment",
+        "support-bot",
+    )
     assert involved["uid"] == before["metadata"]["uid"]
     assert warning["reporting_component"] == MANAGER
-    assert eventually(lambda: writer.metric("feedbackstore_status_inline_invalid") == 1,
-                      what="gauge at 1")  # fmt: skip
+    assert eventually(
+        lambda: writer.metric("feedbackstore_status_inline_invalid") == 1, what="gauge at 1"
+    )
     settle(2.5)  # resyncs: nothing more to say
     assert len(events_about(control_plane, namespace, "support-bot")) == 1
     assert events_about(control_plane, namespace, "sales-bot") == [], "valid: nothing to tell"
 
     agents.set_feedback("support-bot", VALID)
-    fixed = eventually(lambda: events_about(control_plane, namespace, "support-bot")[1:],
-                       what="the normal Event")[0]  # fmt: skip
+    fixed = eventually(
+        lambda: events_about(control_plane, namespace, "support-bot")[1:], what="the normal Event"
+    )[0]
     assert (fixed["type"], fixed["reason"], fixed["message"]) == (
-        "Normal", "SpecCoherent", "spec.feedback is coherent")  # fmt: skip
-    assert eventually(lambda: writer.metric("feedbackstore_status_inline_invalid") == 0,
-                      what="gauge at 0")  # fmt: skip
+        "Normal",
+        "SpecCoherent",
+        "spec.feedback is coherent",
+    )
+    assert eventually(
+        lambda: writer.metric("feedbackstore_status_inline_invalid") == 0, what="gauge at 0"
+    )
 
     after = agents.get("support-bot")
     assert after["status"] == before["status"] == PLATFORM_STATUS, "the platform's status stays"

@@ -1,5 +1,6 @@
-"""In-use protection (SPEC §7) on a real kube-apiserver v1.37.2: the status writer as a
-console script, the webhook registered by `url:`, and a minimal AgentDeployment CRD.
+"""In-use protection (no store deleted while an agent uses it) on a real kube-apiserver v1.37.2: the
+status writer as a console script, the webhook registered by `url:`, and a minimal AgentDeployment
+CRD.
 
 The test control plane runs kube-controller-manager's namespace controller (and no
 other controller), so a deleted namespace is emptied and removed as in a cluster: the
@@ -72,9 +73,12 @@ def started(control_plane: ControlPlane, tmp_path: pathlib.Path) -> Iterator[lis
 
 
 def start_writer(
-    plane: ControlPlane, tmp_path: pathlib.Path, namespace: str, started: list[WriterProcess],
+    plane: ControlPlane,
+    tmp_path: pathlib.Path,
+    namespace: str,
+    started: list[WriterProcess],
     lease_namespace: str | None = None,
-) -> WriterProcess:  # fmt: skip
+) -> WriterProcess:
     extra = ("--lease-namespace", lease_namespace) if lease_namespace else ()
     writer = WriterProcess(plane, tmp_path, "inuse", namespace, *extra, resync_seconds=30)
     started.append(writer)
@@ -104,25 +108,32 @@ def events(plane: ControlPlane, namespace: str, name: str) -> list[tuple[str, st
 
 
 def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go(
-    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path,
+    control_plane: ControlPlane,
+    namespace: str,
+    tmp_path: pathlib.Path,
     started: list[WriterProcess],
-) -> None:  # fmt: skip
+) -> None:
     stores, agents = Stores(control_plane, namespace), Agents(control_plane, namespace)
     stores.create("support-feedback", VALID)
     start_writer(control_plane, tmp_path, namespace, started)
     agents.create("support-agent", "support-feedback")
     agents.create("triage-agent", "support-feedback", version="v1alpha1")  # deprecated version
 
-    used = eventually(lambda: (c := in_use(stores, "support-feedback")) and
-                      "triage-agent" in c["message"] and c, timeout=10,
-                      what="InUse names both agents")  # fmt: skip
+    used = eventually(
+        lambda: (c := in_use(stores, "support-feedback")) and "triage-agent" in c["message"] and c,
+        timeout=10,
+        what="InUse names both agents",
+    )
     assert (used["status"], used["reason"], used["message"]) == (
         "True",
         "Referenced",
         "in use by 2 AgentDeployments: support-agent, triage-agent",
     )
-    eventually(lambda: FINALIZER in finalizers(stores, "support-feedback"), timeout=10,
-               what="our finalizer added")  # fmt: skip
+    eventually(
+        lambda: FINALIZER in finalizers(stores, "support-feedback"),
+        timeout=10,
+        what="our finalizer added",
+    )
     # The writer's apply on the main resource owns our finalizer entry and nothing else.
     (owned,) = [
         m
@@ -130,19 +141,29 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
         if m["manager"] == "feedbackstore-status-writer" and "subresource" not in m
     ]
     assert (owned["operation"], owned["fieldsV1"]) == (
-        "Apply", {"f:metadata": {"f:finalizers": {f'v:"{FINALIZER}"': {}}}})  # fmt: skip
+        "Apply",
+        {"f:metadata": {"f:finalizers": {f'v:"{FINALIZER}"': {}}}},
+    )
     listed = control_plane.kubectl("get", "fs", "-n", namespace, check=True).stdout
     header, row = listed.splitlines()
     assert header.split() == ["NAME", "MODE", "VALIDATED", "IN", "USE", "AGE"]
     assert row.split()[:4] == ["support-feedback", "Enforce", "True", "True"]
     wide = control_plane.kubectl("get", "fs", "-n", namespace, "-o", "wide", check=True).stdout
     assert wide.splitlines()[0].split()[:7] == [
-        "NAME", "MODE", "VALIDATED", "REASON", "IN", "USE", "AGENTS"]  # fmt: skip
+        "NAME",
+        "MODE",
+        "VALIDATED",
+        "REASON",
+        "IN",
+        "USE",
+        "AGENTS",
+    ]
     assert "in use by 2 AgentDeployments: support-agent, triage-agent" in wide
     print(listed, wide, sep="\n")
 
-    deleted = control_plane.kubectl("delete", "fs", "support-feedback", "-n", namespace,
-                                    "--wait=false", check=True)  # fmt: skip
+    deleted = control_plane.kubectl(
+        "delete", "fs", "support-feedback", "-n", namespace, "--wait=false", check=True
+    )
     assert deleted.stderr.splitlines() == [
         'Warning: FeedbackStore "support-feedback" is in use by 2 AgentDeployments: '
         "support-agent, triage-agent",
@@ -152,35 +173,53 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
         f'feedbackstore.agents.ctxmesh.ai "support-feedback" deleted from {namespace} namespace'
     )
     print(deleted.stderr, deleted.stdout)
-    eventually(lambda: (in_use(stores, "support-feedback") or {}).get("reason")
-               == "DeletionDeferred", timeout=10, what="InUse DeletionDeferred")  # fmt: skip
+    eventually(
+        lambda: (in_use(stores, "support-feedback") or {}).get("reason") == "DeletionDeferred",
+        timeout=10,
+        what="InUse DeletionDeferred",
+    )
     assert stores.get("support-feedback")["metadata"]["deletionTimestamp"]
-    described = control_plane.kubectl("describe", "fs", "support-feedback", "-n", namespace,
-                                      check=True).stdout  # fmt: skip
+    described = control_plane.kubectl(
+        "describe", "fs", "support-feedback", "-n", namespace, check=True
+    ).stdout
     print(described)
     print(control_plane.kubectl("get", "fs", "-n", namespace).stdout)
     assert "DeletionDeferred" in described
-    eventually(lambda: any(r == "DeletionDeferred" for _, r, _ in
-                           events(control_plane, namespace, "support-feedback")),
-               timeout=10, what="Event DeletionDeferred")  # fmt: skip
+    eventually(
+        lambda: any(
+            r == "DeletionDeferred"
+            for _, r, _ in events(control_plane, namespace, "support-feedback")
+        ),
+        timeout=10,
+        what="Event DeletionDeferred",
+    )
 
     agents.point("support-agent", None)  # one reference removed: still held by the other
-    eventually(lambda: "1 AgentDeployment: triage-agent" in
-               (in_use(stores, "support-feedback") or {}).get("message", ""),
-               timeout=10, what="InUse names the last agent")  # fmt: skip
+    eventually(
+        lambda: (
+            "1 AgentDeployment: triage-agent"
+            in (in_use(stores, "support-feedback") or {}).get("message", "")
+        ),
+        timeout=10,
+        what="InUse names the last agent",
+    )
     assert not gone(stores, "support-feedback")
     agents.delete("triage-agent")
     eventually(lambda: gone(stores, "support-feedback"), timeout=5, what="store gone")
-    assert ("Normal", "DeletionReleased",
-            "no AgentDeployment references it any more: finalizer "
-            "agents.ctxmesh.ai/in-use-protection removed, deletion goes on",
-            ) in events(control_plane, namespace, "support-feedback")  # fmt: skip
+    assert (
+        "Normal",
+        "DeletionReleased",
+        "no AgentDeployment references it any more: finalizer "
+        "agents.ctxmesh.ai/in-use-protection removed, deletion goes on",
+    ) in events(control_plane, namespace, "support-feedback")
 
 
 def test_a_store_is_held_before_it_is_said_to_be_in_use(
-    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path,
+    control_plane: ControlPlane,
+    namespace: str,
+    tmp_path: pathlib.Path,
     started: list[WriterProcess],
-) -> None:  # fmt: skip
+) -> None:
     """Every version of the store the server keeps (a watch sees each one) that says `InUse=True`
     already carries our finalizer: whoever reads "in use" (a user about to delete, a GitOps tool)
     may rely on the deletion waiting."""
@@ -190,14 +229,21 @@ def test_a_store_is_held_before_it_is_said_to_be_in_use(
     agents.create("held-agent", "held-feedback")
     versions: list[tuple[bool, bool]] = []  # (InUse True, finalizer held), in the server's order
     stream = k8s_watch.Watch().stream(
-        stores.api.list_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL,
+        stores.api.list_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
         field_selector="metadata.name=held-feedback",
-        resource_version=created["metadata"]["resourceVersion"], timeout_seconds=15,
-    )  # fmt: skip
+        resource_version=created["metadata"]["resourceVersion"],
+        timeout_seconds=15,
+    )
     for event in stream:
         obj = event["object"]
-        said = any(c.get("type") == "InUse" and c.get("status") == "True"
-                   for c in (obj.get("status") or {}).get("conditions") or [])  # fmt: skip
+        said = any(
+            c.get("type") == "InUse" and c.get("status") == "True"
+            for c in (obj.get("status") or {}).get("conditions") or []
+        )
         versions.append((said, FINALIZER in (obj["metadata"].get("finalizers") or [])))
         if said:
             break
@@ -208,9 +254,11 @@ def test_a_store_is_held_before_it_is_said_to_be_in_use(
 
 
 def test_a_store_never_referenced_is_deleted_at_once(
-    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path,
+    control_plane: ControlPlane,
+    namespace: str,
+    tmp_path: pathlib.Path,
     started: list[WriterProcess],
-) -> None:  # fmt: skip
+) -> None:
     stores, agents = Stores(control_plane, namespace), Agents(control_plane, namespace)
     stores.create("spare", VALID)
     agents.create("other-agent", "another-store")  # references something else
@@ -218,24 +266,28 @@ def test_a_store_never_referenced_is_deleted_at_once(
     free = eventually(lambda: in_use(stores, "spare"), timeout=10, what="InUse written")
     assert (free["status"], free["reason"]) == ("False", "NotReferenced")
     assert finalizers(stores, "spare") == []
-    deleted = control_plane.kubectl("delete", "fs", "spare", "-n", namespace, "--timeout=10s",
-                                    check=True)  # fmt: skip
+    deleted = control_plane.kubectl(
+        "delete", "fs", "spare", "-n", namespace, "--timeout=10s", check=True
+    )
     assert deleted.stderr == ""  # no warning
     assert gone(stores, "spare")
 
 
 def test_namespace_deletion_completes_across_a_writer_restart(
-    control_plane: ControlPlane, namespace: str, tmp_path: pathlib.Path,
+    control_plane: ControlPlane,
+    namespace: str,
+    tmp_path: pathlib.Path,
     started: list[WriterProcess],
-) -> None:  # fmt: skip
+) -> None:
     # The Lease lives elsewhere: nothing can be created in a namespace being deleted.
     leases = new_namespace(control_plane, "inuse-lease")
     stores, agents = Stores(control_plane, namespace), Agents(control_plane, namespace)
     stores.create("store", VALID)
     agents.create("agent", "store")
     first = start_writer(control_plane, tmp_path, namespace, started, leases)
-    eventually(lambda: FINALIZER in finalizers(stores, "store"), timeout=10,
-               what="our finalizer added")  # fmt: skip
+    eventually(
+        lambda: FINALIZER in finalizers(stores, "store"), timeout=10, what="our finalizer added"
+    )
     assert first.stop() == 0
 
     core = k8s.CoreV1Api(api_client(control_plane))
@@ -253,11 +305,17 @@ def test_namespace_deletion_completes_across_a_writer_restart(
     eventually(lambda: gone(agents, "agent"), timeout=30, what="agents deleted")
     # ...and it is the namespace controller that deleted them, not this test.
     audited = Audit(control_plane).events(namespace)
-    removals = {(e.user, e.verb) for e in audited
-                if e.resource == AGENT_PLURAL and e.verb.startswith("delete")}  # fmt: skip
+    removals = {
+        (e.user, e.verb)
+        for e in audited
+        if e.resource == AGENT_PLURAL and e.verb.startswith("delete")
+    }
     assert removals == {(CONTROLLER_MANAGER_USER, "deletecollection")}
-    eventually(lambda: bool(stores.get("store")["metadata"].get("deletionTimestamp")),
-               timeout=30, what="store being deleted")  # fmt: skip
+    eventually(
+        lambda: bool(stores.get("store")["metadata"].get("deletionTimestamp")),
+        timeout=30,
+        what="store being deleted",
+    )
     assert FINALIZER in finalizers(stores, "store")
     assert not namespace_gone()
     assert core.read_namespace(namespace).status.phase == "Terminating"

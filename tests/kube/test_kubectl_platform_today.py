@@ -78,7 +78,7 @@ CHANNEL_DENIED = (
     '* spec.external[1].score.name: Duplicate value: "csat": each external channel must'
     " declare a distinct score name (first declared at spec.external[0].score.name)\n"
 )
-# The change-impact warning (issue 17) of an update that drops thumbs' `dataType: BOOLEAN`.
+# The change-impact warning of an update that drops thumbs' `dataType: BOOLEAN`.
 RETYPED = (
     'Warning: score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no dataType; it '
     "reads as NUMERIC in Langfuse\n"
@@ -146,11 +146,18 @@ def test_the_webhook_is_the_only_cross_field_guard(user: User, server: WebhookSe
     duplicate = user.run(f"kubectl patch fs support-feedback --type=json -p '{ADD_THUMBS}'")
     assert duplicate.printed == failed(MONITOR_WARNING + THUMBS_DENIED), "warnings come too"
 
-    shown = console([
-        TODAY, across, channel, created,
-        "# enums and limits are in the schema: kube-apiserver answers, not the webhook",
-        lowercase, monitor, duplicate,
-    ])  # fmt: skip
+    shown = console(
+        [
+            TODAY,
+            across,
+            channel,
+            created,
+            "# enums and limits are in the schema: kube-apiserver answers, not the webhook",
+            lowercase,
+            monitor,
+            duplicate,
+        ]
+    )
     assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
 
 
@@ -171,13 +178,15 @@ def test_api_clients_read_the_denial_with_kube_apiservers_prefix(
         'FeedbackStore.agents.ctxmesh.ai "duplicate-across-sources" is invalid: '
         + ACROSS_DENIED.split(" is invalid: ", 1)[1].rstrip("\n")
     )
-    assert status["details"]["causes"] == [{
-        "reason": "FieldValueDuplicate",
-        "field": "spec.external[0].score.name",
-        "message": 'Duplicate value: "csat": a score name is declared by both human and an external'
-        " channel; score names must be unique across all sources"
-        " (first declared at spec.human.scores[1].name)",
-    }]  # fmt: skip
+    assert status["details"]["causes"] == [
+        {
+            "reason": "FieldValueDuplicate",
+            "field": "spec.external[0].score.name",
+            "message": 'Duplicate value: "csat": a score name is declared by both human and an'
+            " external channel; score names must be unique across all sources"
+            " (first declared at spec.human.scores[1].name)",
+        }
+    ]
 
 
 @pytest.mark.usefixtures("webhook")
@@ -188,7 +197,10 @@ def test_several_schema_errors_come_in_no_fixed_order(user: User, server: Webhoo
     assert reviews_answered(server) == before, "the schema refused it; the webhook never saw it"
     head, *bullets = enums.stderr.splitlines()
     assert (enums.returncode, enums.stdout, head) == (
-        1, "", 'The FeedbackStore "wrong-case-enum" is invalid: ')  # fmt: skip
+        1,
+        "",
+        'The FeedbackStore "wrong-case-enum" is invalid: ',
+    )
     assert sorted(bullets) == [
         '* spec.human.scores[0].dataType: Unsupported value: "boolean": supported values: '
         '"NUMERIC", "BOOLEAN", "CATEGORICAL"',
@@ -214,8 +226,9 @@ def test_a_generate_name_create_reaches_the_webhook_with_the_generated_name(user
     del document["metadata"]["name"]
     document["metadata"]["generateName"] = "across-"
     step = user.run("kubectl create -f -", document)
-    generated = re.fullmatch(r'The FeedbackStore "(across-[a-z0-9]{5})" is invalid: (.*)\n',
-                             step.stderr)  # fmt: skip
+    generated = re.fullmatch(
+        r'The FeedbackStore "(across-[a-z0-9]{5})" is invalid: (.*)\n', step.stderr
+    )
     assert generated, step.stderr
     assert generated.group(2) + "\n" == ACROSS_DENIED.split(" is invalid: ", 1)[1]
 
@@ -260,7 +273,7 @@ def test_a_merge_patch_adding_a_channel_is_judged_on_the_whole_store(user: User)
 def test_an_object_created_before_the_webhook_can_be_labelled_deleted_and_released(
     control_plane: ControlPlane, user: User, tmp_path: pathlib.Path
 ) -> None:
-    """The registration's matchConditions (issue 27): kube-apiserver does not call the webhook
+    """The registration's matchConditions: kube-apiserver does not call the webhook
     for an UPDATE that leaves `spec` alone or of an object being deleted, nor for `status`, so
     with the webhook stopped under failurePolicy Fail these still pass, while a CREATE and a
     change of spec fail closed."""
@@ -276,8 +289,9 @@ def test_an_object_created_before_the_webhook_can_be_labelled_deleted_and_releas
             "kubectl patch fs duplicate-across-sources --subresource=status --type=merge "
             """-p '{"status":{"conditions":[]}}'"""
         )
-        changed = user.run(SET_MODE.replace("support-feedback", "duplicate-across-sources")
-                           % "Monitor")  # fmt: skip
+        changed = user.run(
+            SET_MODE.replace("support-feedback", "duplicate-across-sources") % "Monitor"
+        )
         refused = user.run(f"kubectl create -f {MINIMAL}")
         deleted = user.run("kubectl delete fs duplicate-across-sources --wait=false")
         released = user.run(
@@ -337,10 +351,16 @@ def test_unknown_fields_are_refused_or_dropped_before_the_webhook(
     assert warned.printed == failed('Warning: unknown field "spec.humans"\n' + NO_SOURCE_DENIED)
     assert dropped.printed == failed(NO_SOURCE_DENIED), "dropped without a word"
 
-    shown = console([
-        UNKNOWN_FIELDS, strict, server_side,
-        "# with this webhook and the CRD as ctxmesh ships it today:", warned, dropped,
-    ])  # fmt: skip
+    shown = console(
+        [
+            UNKNOWN_FIELDS,
+            strict,
+            server_side,
+            "# with this webhook and the CRD as ctxmesh ships it today:",
+            warned,
+            dropped,
+        ]
+    )
     assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
 
 
@@ -394,11 +414,16 @@ def test_a_webhook_that_is_down_or_too_slow_blocks_writes_under_fail(
     assert all("a fault injected into the verdict" in e["exception"] for e in errors)
     assert user.run("kubectl get fs -o name").stdout == "", "nothing was stored"
 
-    shown = console([
-        TODAY_FAILING, refused, "# registered with timeoutSeconds: 1, answering after 5 s", late,
-        "# failing while it judges (a fault injected into its verdict): answered with code 500",
-        broken,
-    ])  # fmt: skip
+    shown = console(
+        [
+            TODAY_FAILING,
+            refused,
+            "# registered with timeoutSeconds: 1, answering after 5 s",
+            late,
+            "# failing while it judges (a fault injected into its verdict): answered with code 500",
+            broken,
+        ]
+    )
     assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
 
 

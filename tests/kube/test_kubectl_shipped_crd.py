@@ -108,11 +108,18 @@ def test_the_crds_rules_answer_before_the_webhook(user: User, server: WebhookSer
     assert reviews_answered(server) == before + 2
     assert duplicate.printed == failed(THUMBS_REFUSED), "no webhook call, so no Monitor warning"
 
-    shown = console([
-        SHIPPED, across, channel, typo, created, monitor,
-        "# refused by the CRD: the webhook is not called, so its Monitor warning is not shown",
-        duplicate,
-    ])  # fmt: skip
+    shown = console(
+        [
+            SHIPPED,
+            across,
+            channel,
+            typo,
+            created,
+            monitor,
+            "# refused by the CRD: the webhook is not called, so its Monitor warning is not shown",
+            duplicate,
+        ]
+    )
     assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
 
 
@@ -161,7 +168,10 @@ def test_schema_errors_skip_the_crds_rules_and_say_so(user: User, server: Webhoo
     assert reviews_answered(server) == before
     head, *bullets = enums.stderr.splitlines()
     assert (enums.returncode, enums.stdout, head) == (
-        1, "", 'The FeedbackStore "wrong-case-enum" is invalid: ')  # fmt: skip
+        1,
+        "",
+        'The FeedbackStore "wrong-case-enum" is invalid: ',
+    )
     assert sorted(bullets) == [
         "* <nil>: Invalid value: null: some validation rules were not checked because the object "
         "was invalid; correct the existing errors to complete validation",

@@ -84,8 +84,11 @@ spec:
   replicas: 1
   feedbackStoreRef: sales-feedback
 """
-AGENT_STORES = {"support-bot": "support-feedback", "triage-bot": "support-feedback",
-                "sales-bot": "sales-feedback"}  # fmt: skip
+AGENT_STORES = {
+    "support-bot": "support-feedback",
+    "triage-bot": "support-feedback",
+    "sales-bot": "sales-feedback",
+}
 # kube-apiserver's own warning for the version the CRD marks deprecated (migrate keeps versions)
 DEPRECATED = (
     "Warning: agents.ctxmesh.ai/v1alpha1 AgentDeployment is deprecated; "
@@ -97,9 +100,11 @@ REPLICAS = {"support-bot": 2, "triage-bot": 1, "sales-bot": 1}
 @pytest.fixture(
     scope="module",
     autouse=True,
-    params=[pytest.param(NO_CEL_AGENT_CRD, id="an AgentDeployment CRD without CEL"),
-            pytest.param(PLATFORM_AGENT_CRD, id="the platform's AgentDeployment CRD with CEL")],
-)  # fmt: skip
+    params=[
+        pytest.param(NO_CEL_AGENT_CRD, id="an AgentDeployment CRD without CEL"),
+        pytest.param(PLATFORM_AGENT_CRD, id="the platform's AgentDeployment CRD with CEL"),
+    ],
+)
 def crds(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterator[None]:
     install_crd(control_plane, shipped_crd())
     with agent_crd_installed(control_plane, request.param):
@@ -109,12 +114,17 @@ def crds(control_plane: ControlPlane, request: pytest.FixtureRequest) -> Iterato
 def migrate(user: User, *args: str) -> Step:
     """`feedbackstore-webhook migrate` run from the user's directory, shown as a step."""
     result = subprocess.run(
-        [SCRIPT, "migrate", *args], cwd=user.workdir, capture_output=True, text=True,
-        timeout=60, check=False,
-    )  # fmt: skip
+        [SCRIPT, "migrate", *args],
+        cwd=user.workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     command = user.normalise("feedbackstore-webhook migrate " + " ".join(args))
-    return Step(command, result.returncode, user.normalise(result.stdout),
-                user.normalise(result.stderr))  # fmt: skip
+    return Step(
+        command, result.returncode, user.normalise(result.stdout), user.normalise(result.stderr)
+    )
 
 
 def agents_api(user: User) -> k8s.CustomObjectsApi:
@@ -156,9 +166,14 @@ def test_a_migrated_directory_applies_cleanly_and_every_agent_keeps_its_declarat
     diff = user.run(f"kubectl diff -f {deploy}")
     assert (diff.returncode, diff.stdout, diff.stderr) == (0, "", DEPRECATED), "files = cluster"
 
-    shown = console([
-        OPENING, migrated, f"$ cat {deploy.name}/agents.yaml",
-        *(deploy / "agents.yaml").read_text().splitlines(), after,
-    ])  # fmt: skip
+    shown = console(
+        [
+            OPENING,
+            migrated,
+            f"$ cat {deploy.name}/agents.yaml",
+            *(deploy / "agents.yaml").read_text().splitlines(),
+            after,
+        ]
+    )
     if not server_side:
         assert matches_readme(shown, SECTION), f"README block differs; the run printed:\n{shown}"

@@ -28,8 +28,10 @@ pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
 VALID = {"human": {"scores": [{"name": "thumbs"}]}}
 # Two sources declaring one name: the platform's CRD (no CEL) lets it through to the webhook.
-INVALID = {"human": {"scores": [{"name": "csat"}]},
-           "external": [{"name": "survey", "score": {"name": "csat"}}]}  # fmt: skip
+INVALID = {
+    "human": {"scores": [{"name": "csat"}]},
+    "external": [{"name": "survey", "score": {"name": "csat"}}],
+}
 
 
 def _less_name(series: set[Series]) -> set[Series]:
@@ -47,16 +49,19 @@ def test_kube_apiserver_exposes_the_series_the_unreachable_alert_reads(
         webhook_server(tmp_path) as server,
         register(control_plane, server.url, server.ca_pem, namespace) as registration,
     ):
-        api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
-                                            feedbackstore("kept", VALID))  # fmt: skip
+        api.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, feedbackstore("kept", VALID)
+        )
         with pytest.raises(k8s.ApiException) as denied:
-            api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
-                                                feedbackstore("invalid", INVALID))  # fmt: skip
+            api.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, feedbackstore("invalid", INVALID)
+            )
         assert denied.value.status == 422
         server.process.kill()
         with pytest.raises(k8s.ApiException) as unreachable:
-            api.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
-                                                feedbackstore("refused", VALID))  # fmt: skip
+            api.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, feedbackstore("refused", VALID)
+            )
         assert "failed calling webhook" in str(unreachable.value.body)
         # The DELETE entry (failurePolicy Ignore) fails open.
         api.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "kept")
@@ -65,8 +70,11 @@ def test_kube_apiserver_exposes_the_series_the_unreachable_alert_reads(
     fed = fed_series("apiserver_admission_webhook_")
     assert len(fed) >= 3
     assert missing(_less_name(fed), _less_name(scrape)) == []
-    names = {dict(labels).get("name") for name, labels in scrape
-             if name.startswith("apiserver_admission_webhook_")}  # fmt: skip
+    names = {
+        dict(labels).get("name")
+        for name, labels in scrape
+        if name.startswith("apiserver_admission_webhook_")
+    }
     # The entries the FeedbackStore requests above went through (not the agents' one).
     entries = {e["name"] for e in registration["webhooks"] if "feedbackstores" in e["name"]}
     assert len(entries) == 2

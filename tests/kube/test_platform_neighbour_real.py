@@ -101,7 +101,10 @@ def settled(stores: Stores, name: str) -> dict[str, Any] | None:
     if (validated["status"], validated["message"]) != (status, message):
         return None
     if (stalled["status"], stalled["message"], stalled.get("observedGeneration")) != (
-        stalled_status, stalled_message, 1):  # fmt: skip
+        stalled_status,
+        stalled_message,
+        1,
+    ):
         return None
     return obj
 
@@ -182,14 +185,19 @@ def test_beside_the_platforms_reconciler_both_fall_quiet_and_every_problem_stays
     condition = condition_of(in_use, "InUse")
     assert condition is not None
     assert (condition["status"], condition["reason"], condition["message"]) == (
-        "True", "Referenced", "in use by 1 AgentDeployment: support-agent")  # fmt: skip
+        "True",
+        "Referenced",
+        "in use by 1 AgentDeployment: support-agent",
+    )
     # Where the platform's words differ from ours, the writer left Validated to it, said so
     # once per store, and counted it.
     said = writer.messages(
         "Validated left to another field manager; every problem stays in Stalled"
     )
     assert {(e["name"], e["manager"]) for e in said} >= {
-        ("one-problem", "ctxmesh-operator"), ("several", "ctxmesh-operator")}  # fmt: skip
+        ("one-problem", "ctxmesh-operator"),
+        ("several", "ctxmesh-operator"),
+    }
     assert len(said) == len({e["name"] for e in said})
     yielded = writer.metric(
         "feedbackstore_status_validated_yielded_total", manager="ctxmesh-operator"
@@ -205,9 +213,12 @@ def test_the_doctor_names_a_second_writer_of_validated_and_its_fix_hands_it_back
 ) -> None:
     create_unguarded(control_plane, namespace, {"legacy": ONE_PROBLEM})
     theirs = {
-        "type": "Validated", "status": "True", "reason": "Checked",
-        "message": "looked fine to me", "lastTransitionTime": "2026-01-02T03:04:05Z",
-    }  # fmt: skip
+        "type": "Validated",
+        "status": "True",
+        "reason": "Checked",
+        "message": "looked fine to me",
+        "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }
     stores.apply_status("legacy", "legacy-controller", [theirs])
     writer = writers.start("a")
     writer.wait_log(YIELDED)
@@ -235,8 +246,17 @@ def doctor(plane: ControlPlane, namespace: str) -> dict[str, str]:
     """The doctor's `validated-writers` check on the stores of `namespace` (`-o json`)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        main(["doctor", "--kubeconfig", str(plane.kubeconfig), "--store-namespace", namespace,
-              "-o", "json"])  # fmt: skip
+        main(
+            [
+                "doctor",
+                "--kubeconfig",
+                str(plane.kubeconfig),
+                "--store-namespace",
+                namespace,
+                "-o",
+                "json",
+            ]
+        )
     checks = {check["name"]: check for check in json.loads(out.getvalue())["checks"]}
     found: dict[str, str] = checks["validated-writers"]
     return found

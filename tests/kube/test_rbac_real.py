@@ -127,8 +127,14 @@ def shipped_webhook_configuration_removed_after(plane: ControlPlane) -> Iterator
     try:
         yield
     finally:
-        plane.kubectl("delete", "validatingwebhookconfiguration", WEBHOOK_CONFIGURATION,
-                      "--ignore-not-found", "--wait=true", check=True)  # fmt: skip
+        plane.kubectl(
+            "delete",
+            "validatingwebhookconfiguration",
+            WEBHOOK_CONFIGURATION,
+            "--ignore-not-found",
+            "--wait=true",
+            check=True,
+        )
         assert not exists(plane, "validatingwebhookconfiguration", WEBHOOK_CONFIGURATION)
 
 
@@ -214,19 +220,34 @@ def test_apply_k_manifests_is_accepted_as_shipped_dry_run_and_for_real(
         assert (ssa.returncode, ssa.stderr) == (0, ""), ssa.stderr
         assert all(line.endswith(" serverside-applied") for line in ssa.stdout.splitlines())
 
-        webhook = stored(control_plane, {"apiVersion": "admissionregistration.k8s.io/v1",
-                         "kind": "ValidatingWebhookConfiguration",
-                         "metadata": {"name": WEBHOOK_CONFIGURATION}})  # fmt: skip
+        webhook = stored(
+            control_plane,
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingWebhookConfiguration",
+                "metadata": {"name": WEBHOOK_CONFIGURATION},
+            },
+        )
         entry, delete_entry, agent_entry = webhook["webhooks"]
         assert (agent_entry["failurePolicy"], agent_entry["rules"][0]["resources"]) == (
-            "Ignore", ["agentdeployments"])  # fmt: skip
+            "Ignore",
+            ["agentdeployments"],
+        )
         assert (delete_entry["failurePolicy"], delete_entry["rules"][0]["operations"]) == (
-            "Ignore", ["DELETE"])  # fmt: skip
+            "Ignore",
+            ["DELETE"],
+        )
         assert entry["clientConfig"]["service"] == {
-            "namespace": NAMESPACE, "name": "feedbackstore-webhook", "path": "/validate",
-            "port": 443}  # fmt: skip
+            "namespace": NAMESPACE,
+            "name": "feedbackstore-webhook",
+            "path": "/validate",
+            "port": 443,
+        }
         assert (entry["failurePolicy"], entry["sideEffects"], entry["matchPolicy"]) == (
-            "Fail", "None", "Equivalent")  # fmt: skip
+            "Fail",
+            "None",
+            "Equivalent",
+        )
         assert entry["rules"][0]["resources"] == ["feedbackstores"]
     assert_no_shipped_webhook_configuration(control_plane)
 
@@ -237,14 +258,20 @@ def test_pod_security_admission_is_on_and_would_warn_about_a_bad_pod_template(
     """The control for the test above: its empty stderr means the Deployments pass."""
     control_plane.kubectl("apply", "-f", str(NAMESPACE_FILE), check=True)
     unhardened = {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": "unhardened", "namespace": NAMESPACE},
-        "spec": {"selector": {"matchLabels": {"app": "u"}}, "template": {
-            "metadata": {"labels": {"app": "u"}},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
-    }  # fmt: skip
-    result = control_plane.kubectl("apply", "--dry-run=server", "-f", "-",
-                                   stdin=yaml.safe_dump(unhardened))  # fmt: skip
+        "spec": {
+            "selector": {"matchLabels": {"app": "u"}},
+            "template": {
+                "metadata": {"labels": {"app": "u"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    }
+    result = control_plane.kubectl(
+        "apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(unhardened)
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith(
         'Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != '
@@ -255,18 +282,34 @@ def test_pod_security_admission_is_on_and_would_warn_about_a_bad_pod_template(
 def cert_manager_crd(kind: str, plural: str) -> dict[str, Any]:
     anything = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.cert-manager.io"},
         "spec": {
-            "group": "cert-manager.io", "scope": "Namespaced",
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
-                      "listKind": f"{kind}List"},
-            "versions": [{"name": "v1", "served": True, "storage": True,
-                          "subresources": {"status": {}},
-                          "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                              "spec": anything, "status": anything}}}}],
+            "group": "cert-manager.io",
+            "scope": "Namespaced",
+            "names": {
+                "kind": kind,
+                "plural": plural,
+                "singular": kind.lower(),
+                "listKind": f"{kind}List",
+            },
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": anything, "status": anything},
+                        }
+                    },
+                }
+            ],
         },
-    }  # fmt: skip
+    }
 
 
 @contextlib.contextmanager
@@ -393,11 +436,25 @@ def status_writer(kubeconfig: pathlib.Path, log: pathlib.Path) -> Iterator[subpr
     env["POD_NAME"] = "writer-under-test"
     with log.open("wb") as stderr:
         process = subprocess.Popen(
-            [str(SCRIPT), "status-writer", "--kubeconfig", str(kubeconfig),
-             "--lease-namespace", NAMESPACE, "--metrics-port", "0",
-             "--metrics-host", "127.0.0.1", "--retry-period-seconds", "1"],
-            env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
-        )  # fmt: skip
+            [
+                str(SCRIPT),
+                "status-writer",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--lease-namespace",
+                NAMESPACE,
+                "--metrics-port",
+                "0",
+                "--metrics-host",
+                "127.0.0.1",
+                "--retry-period-seconds",
+                "1",
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
     try:
         yield process
     finally:
@@ -426,44 +483,82 @@ def test_the_status_writer_does_its_whole_job_with_its_own_service_account_and_n
             api.create_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, feedbackstore(name, spec)
             )
-        control_plane.kubectl("delete", "lease", WRITER, "-n", NAMESPACE, "--ignore-not-found",
-                              check=True)  # fmt: skip
+        control_plane.kubectl(
+            "delete", "lease", WRITER, "-n", NAMESPACE, "--ignore-not-found", check=True
+        )
         offset = control_plane.audit_log.stat().st_size
         with status_writer(writer_kubeconfig, tmp_path / "writer.log") as process:
-            eventually(lambda: (condition(control_plane, namespace, "valid") or {}).get("status")
-                       == "True", what="Validated=True on the valid store")  # fmt: skip
-            eventually(lambda: (condition(control_plane, namespace, "invalid") or {}).get("status")
-                       == "False", what="Validated=False on the invalid store")  # fmt: skip
+            eventually(
+                lambda: (
+                    (condition(control_plane, namespace, "valid") or {}).get("status") == "True"
+                ),
+                what="Validated=True on the valid store",
+            )
+            eventually(
+                lambda: (
+                    (condition(control_plane, namespace, "invalid") or {}).get("status") == "False"
+                ),
+                what="Validated=False on the invalid store",
+            )
             holder = lease(control_plane)["spec"]["holderIdentity"]
             assert holder.startswith("writer-under-test_")
-            eventually(lambda: ("Warning", "InvalidSpec") in events_about(
-                control_plane, namespace, "invalid"), what="Warning InvalidSpec Event")  # fmt: skip
+            eventually(
+                lambda: (
+                    ("Warning", "InvalidSpec") in events_about(control_plane, namespace, "invalid")
+                ),
+                what="Warning InvalidSpec Event",
+            )
             fixed = {"spec": {"external": None}}  # a merge patch: null removes the channels
             api.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "invalid", fixed)
-            eventually(lambda: ("Normal", "SpecCoherent") in events_about(
-                control_plane, namespace, "invalid"), what="Normal SpecCoherent Event")  # fmt: skip
+            eventually(
+                lambda: (
+                    ("Normal", "SpecCoherent") in events_about(control_plane, namespace, "invalid")
+                ),
+                what="Normal SpecCoherent Event",
+            )
             agents = Agents(control_plane, namespace)
             agents.create("agent", "valid")
-            eventually(lambda: FINALIZER in held(control_plane, namespace, "valid"),
-                       what="in-use finalizer added")  # fmt: skip
+            eventually(
+                lambda: FINALIZER in held(control_plane, namespace, "valid"),
+                what="in-use finalizer added",
+            )
             agents.delete("agent")
-            eventually(lambda: held(control_plane, namespace, "valid") == [],
-                       what="in-use finalizer removed")  # fmt: skip
+            eventually(
+                lambda: held(control_plane, namespace, "valid") == [],
+                what="in-use finalizer removed",
+            )
             # Broken again the same way: a new verdict, so an Event of its own (events create).
             broken = {"spec": {"external": INVALID["external"]}}
             api.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "invalid", broken)
             core = k8s.CoreV1Api(api_client(control_plane))
-            eventually(lambda: [e.count for e in core.list_namespaced_event(namespace).items
-                                if e.reason == "InvalidSpec"] == [1, 1],
-                       what="a second InvalidSpec Event")  # fmt: skip
+            eventually(
+                lambda: (
+                    [
+                        e.count
+                        for e in core.list_namespaced_event(namespace).items
+                        if e.reason == "InvalidSpec"
+                    ]
+                    == [1, 1]
+                ),
+                what="a second InvalidSpec Event",
+            )
             # An invalid inline declaration (spec.feedback) is told by an Event on the agent, in
             # the agent's namespace: the same `events create`; the agent is only listed.
-            inline = {"apiVersion": f"{AGENT_GROUP}/v1beta1", "kind": "AgentDeployment",
-                      "metadata": {"name": "inline"}, "spec": {"feedback": INVALID}}  # fmt: skip
-            api.create_namespaced_custom_object(AGENT_GROUP, "v1beta1", namespace, AGENT_PLURAL,
-                                                inline)  # fmt: skip
-            eventually(lambda: ("Warning", "InvalidSpec") in events_about(
-                control_plane, namespace, "inline"), what="an Event on the agent")  # fmt: skip
+            inline = {
+                "apiVersion": f"{AGENT_GROUP}/v1beta1",
+                "kind": "AgentDeployment",
+                "metadata": {"name": "inline"},
+                "spec": {"feedback": INVALID},
+            }
+            api.create_namespaced_custom_object(
+                AGENT_GROUP, "v1beta1", namespace, AGENT_PLURAL, inline
+            )
+            eventually(
+                lambda: (
+                    ("Warning", "InvalidSpec") in events_about(control_plane, namespace, "inline")
+                ),
+                what="an Event on the agent",
+            )
             process.send_signal(signal.SIGTERM)
             assert process.wait(30) == 0, (tmp_path / "writer.log").read_text()[-3000:]
         assert lease(control_plane)["spec"].get("holderIdentity", "") == "", "Lease not released"
@@ -472,8 +567,11 @@ def test_the_status_writer_does_its_whole_job_with_its_own_service_account_and_n
         install_crd(control_plane, shipped_crd())
 
     requests = audited_requests(control_plane, offset, WRITER_USER)
-    refused = [(r["verb"], r["requestURI"]) for r in requests
-               if r["annotations"].get("authorization.k8s.io/decision") != "allow"]  # fmt: skip
+    refused = [
+        (r["verb"], r["requestURI"])
+        for r in requests
+        if r["annotations"].get("authorization.k8s.io/decision") != "allow"
+    ]
     assert refused == [], "the RBAC in manifests/ is too narrow for the writer"
     used = set()
     for r in requests:
@@ -526,14 +624,20 @@ CAN_I = [
     (WEBHOOK_USER, "get", "secrets", INSTALL_NS, False),
     (WEBHOOK_USER, "create", "events", INSTALL_NS, False),
     (WEBHOOK_USER, "get", LEASE, INSTALL_NS, False),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
     ("user", "verb", "resource", "flags", "allowed"),
-    [pytest.param(*case, id=f"{case[0].rsplit(':', 1)[1]} {case[1]} {case[2]} "
-                  f"{' '.join(case[3])} -> {'yes' if case[4] else 'no'}") for case in CAN_I],
-)  # fmt: skip
+    [
+        pytest.param(
+            *case,
+            id=f"{case[0].rsplit(':', 1)[1]} {case[1]} {case[2]} "
+            f"{' '.join(case[3])} -> {'yes' if case[4] else 'no'}",
+        )
+        for case in CAN_I
+    ],
+)
 def test_auth_can_i(
     control_plane: ControlPlane,
     installed: list[dict[str, Any]],
@@ -582,19 +686,28 @@ def test_its_token_is_refused_everything_outside_its_role(
     # by a server dry run. What its own applies hold is checked in test_inuse_real.py
     # (managedFields: our finalizer entry and nothing else).
     changed = feedbackstore("store", {**VALID, "mode": "Monitor"})
-    spec = as_writer("apply", "--server-side", "--force-conflicts", "--dry-run=server",
-                     "-n", namespace, "-f", "-",
-                     stdin=yaml.safe_dump(changed))  # fmt: skip
+    spec = as_writer(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-n",
+        namespace,
+        "-f",
+        "-",
+        stdin=yaml.safe_dump(changed),
+    )
     assert spec.returncode == 0, spec.stderr
-    created = as_writer("create", "-n", namespace, "-f", "-",
-                        stdin=yaml.safe_dump(feedbackstore("other", VALID)))  # fmt: skip
+    created = as_writer(
+        "create", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(feedbackstore("other", VALID))
+    )
     assert created.returncode == 1
     assert created.stderr.strip() == (
         'Error from server (Forbidden): error when creating "STDIN": '
-        + forbidden("create", "feedbackstores", GROUP, namespace,
-                    "feedbackstores.agents.ctxmesh.ai").removeprefix(
-                        "Error from server (Forbidden): ")
-    )  # fmt: skip
+        + forbidden(
+            "create", "feedbackstores", GROUP, namespace, "feedbackstores.agents.ctxmesh.ai"
+        ).removeprefix("Error from server (Forbidden): ")
+    )
     got = as_writer("get", "feedbackstore", "store", "-n", namespace)
     assert got.stderr.strip() == forbidden(
         "get", "feedbackstores", GROUP, namespace, 'feedbackstores.agents.ctxmesh.ai "store"'
@@ -611,16 +724,24 @@ def test_its_token_is_refused_everything_outside_its_role(
     assert events.stderr.strip() == forbidden("list", "events", "", namespace, "events")
     removed = as_writer("delete", "lease", WRITER, "-n", NAMESPACE)
     assert removed.stderr.strip() == forbidden(
-        "delete", "leases", "coordination.k8s.io", NAMESPACE,
-        f'leases.coordination.k8s.io "{WRITER}"')  # fmt: skip
+        "delete",
+        "leases",
+        "coordination.k8s.io",
+        NAMESPACE,
+        f'leases.coordination.k8s.io "{WRITER}"',
+    )
     token = as_writer("create", "token", WRITER, "-n", NAMESPACE)
     assert token.stderr.strip() == (
         f'error: failed to create token: serviceaccounts "{WRITER}" is forbidden: User '
         f'"{WRITER_USER}" cannot create resource "serviceaccounts/token" in API group "" in the '
         f'namespace "{NAMESPACE}"'
     )
-    assert api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "store")[
-        "spec"].get("mode", "Enforce") == "Enforce"  # fmt: skip
+    assert (
+        api.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "store")["spec"].get(
+            "mode", "Enforce"
+        )
+        == "Enforce"
+    )
 
 
 def test_a_writer_without_its_rbac_logs_the_permission_it_lacks_and_keeps_trying(
@@ -645,16 +766,24 @@ def test_a_writer_without_its_rbac_logs_the_permission_it_lacks_and_keeps_trying
         return [entry for entry in lines() if entry["msg"] == msg]
 
     with status_writer(kubeconfig, log) as process:
-        eventually(lambda: said("list/watch failed") and said("lease request failed"),
-                   what="both refusals logged")  # fmt: skip
+        eventually(
+            lambda: said("list/watch failed") and said("lease request failed"),
+            what="both refusals logged",
+        )
         assert process.poll() is None, "a refusal is retried, never a crash"
     listed, leased = said("list/watch failed")[0], said("lease request failed")[0]
-    assert (listed["status"], listed["error"]) == (403, (
-        f'Forbidden: {FS} is forbidden: User "{user}" cannot list resource "feedbackstores" '
-        'in API group "agents.ctxmesh.ai" at the cluster scope'
-    ))  # fmt: skip
-    assert (leased["status"], leased["error"]) == (403, (
-        f'Forbidden: {LEASES} "{WRITER}" is forbidden: User "{user}" cannot get resource '
-        f'"leases" in API group "coordination.k8s.io" in the namespace "{NAMESPACE}"'
-    ))  # fmt: skip
+    assert (listed["status"], listed["error"]) == (
+        403,
+        (
+            f'Forbidden: {FS} is forbidden: User "{user}" cannot list resource "feedbackstores" '
+            'in API group "agents.ctxmesh.ai" at the cluster scope'
+        ),
+    )
+    assert (leased["status"], leased["error"]) == (
+        403,
+        (
+            f'Forbidden: {LEASES} "{WRITER}" is forbidden: User "{user}" cannot get resource '
+            f'"leases" in API group "coordination.k8s.io" in the namespace "{NAMESPACE}"'
+        ),
+    )
     assert not [entry for entry in lines() if "exception" in entry], "no traceback"

@@ -1,7 +1,8 @@
-"""The registration and the body limit against a maximal FeedbackStore on the real server
-(issue 27): the matchConditions' CEL stays within kube-apiserver's cost limits on the largest
-store etcd holds, and the largest AdmissionReview an UPDATE of it produces fits the webhook's
-default body limit (`--max-body-bytes`), whose value README explains from this measurement.
+"""The registration and the body limit against a maximal FeedbackStore on the real server (a hostile
+store must cost no more than this): the matchConditions' CEL stays within kube-apiserver's cost
+limits on the largest store etcd holds, and the largest AdmissionReview an UPDATE of it produces
+fits the webhook's default body limit (`--max-body-bytes`), whose value README explains from this
+measurement.
 
 The maximal store: every list at its limit (64 human scores, 32 channels, 64 categories each),
 every name 128 characters, and the categories (the one unbounded string) as long as etcd takes,
@@ -83,8 +84,11 @@ def capturing_webhook(directory: pathlib.Path) -> Iterator[tuple[str, bytes, lis
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             bodies.append(body)
             review = json.loads(body)
-            answer = {"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
-                      "response": {"uid": review["request"]["uid"], "allowed": True}}  # fmt: skip
+            answer = {
+                "apiVersion": review["apiVersion"],
+                "kind": "AdmissionReview",
+                "response": {"uid": review["request"]["uid"], "allowed": True},
+            }
             sent = json.dumps(answer).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -151,7 +155,8 @@ def test_the_largest_update_review_fits_the_default_body_limit(
     with capturing_webhook(tmp_path / "capture") as (url, ca, bodies):
         document = registration(f"capture-{namespace}", url, ca)
         document["webhooks"][0]["namespaceSelector"] = {
-            "matchLabels": {"kubernetes.io/metadata.name": namespace}}  # fmt: skip
+            "matchLabels": {"kubernetes.io/metadata.name": namespace}
+        }
         with registered(control_plane, document, namespace, wait=False):
             changed = copy.deepcopy(stored)
             changed["spec"] = maximal_spec(length, mark="b")  # every name changed: judged
@@ -184,7 +189,8 @@ def test_match_conditions_hold_on_a_maximal_store_with_the_webhook_down(
     with webhook_server(tmp_path / "down") as down:
         document = registration(f"down-{namespace}", down.url, down.ca_pem)
         document["webhooks"][0]["namespaceSelector"] = {
-            "matchLabels": {"kubernetes.io/metadata.name": namespace}}  # fmt: skip
+            "matchLabels": {"kubernetes.io/metadata.name": namespace}
+        }
         with registered(control_plane, document, namespace, wait=False):
             down.process.kill()
             relabel = {"metadata": {"labels": {"team": "support"}}}

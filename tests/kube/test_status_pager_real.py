@@ -105,8 +105,9 @@ def wait_expired(plane: ControlPlane, namespace: str, token: str) -> dict[str, A
         code, body = plane.raw("GET", continue_path(namespace, token))
         return None if code == 200 else (code, body)
 
-    code, body = eventually(answered, timeout=EXPIRY_TIMEOUT, interval=0.25,
-                            what="the continue token expired")  # fmt: skip
+    code, body = eventually(
+        answered, timeout=EXPIRY_TIMEOUT, interval=0.25, what="the continue token expired"
+    )
     assert code == 410, body
     status: dict[str, Any] = json.loads(body)
     return status

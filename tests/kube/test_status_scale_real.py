@@ -1,4 +1,4 @@
-"""The status writer at scale, against a real kube-apiserver and etcd (issue 10 §5).
+"""The status writer at scale, against a real kube-apiserver and etcd, with thousands of stores.
 
 Each test runs the console script scoped to a fresh namespace (`--namespace`) and judges it
 by kube-apiserver's audit log: the initial list in pages of 500 (`limit`, then `continue`),
@@ -102,8 +102,11 @@ def test_each_change_of_a_flipping_store_is_an_event_of_its_own(
     stores.wait_condition("flappy", lambda c: c["status"] == "False")
 
     def warnings() -> list[dict[str, Any]]:
-        return [e for e in events_about(control_plane, namespace, "flappy")
-                if e["reason"] == "InvalidSpec"]  # fmt: skip
+        return [
+            e
+            for e in events_about(control_plane, namespace, "flappy")
+            if e["reason"] == "InvalidSpec"
+        ]
 
     eventually(warnings, what="the first InvalidSpec Event")
     for round_ in range(2):
@@ -116,14 +119,17 @@ def test_each_change_of_a_flipping_store_is_an_event_of_its_own(
             install_crd(control_plane, shipped_crd())
         stores.wait_condition("flappy", lambda c: c["status"] == "False")
         expected = round_ + 2
-        eventually(lambda n=expected: [e["count"] for e in warnings()] == [1] * n,
-                   what=f"{expected} InvalidSpec Events")  # fmt: skip
+        eventually(
+            lambda n=expected: [e["count"] for e in warnings()] == [1] * n,
+            what=f"{expected} InvalidSpec Events",
+        )
 
     requests = [e for e in by(audit, namespace, writer.user) if e.resource == "events"]
     # InvalidSpec three times, SpecCoherent twice: each a create, nothing patched.
     assert sorted((e.verb, e.code) for e in requests) == [("create", 201)] * 5
-    coherent = [e for e in events_about(control_plane, namespace, "flappy")
-                if e["reason"] == "SpecCoherent"]  # fmt: skip
+    coherent = [
+        e for e in events_about(control_plane, namespace, "flappy") if e["reason"] == "SpecCoherent"
+    ]
     assert [e["count"] for e in coherent] == [1, 1]
 
 
@@ -136,8 +142,11 @@ def test_qps_holds_every_request_but_watches_within_burst_plus_rate(
 
     # 1 list, 14 status applies and 14 Events: 29 throttled requests, ~6 s at 4/s.
     def throttled() -> list[Audited]:
-        return [e for e in by(audit, namespace, writer.user)
-                if e.verb != "watch" and e.resource in ("feedbackstores", "events")]  # fmt: skip
+        return [
+            e
+            for e in by(audit, namespace, writer.user)
+            if e.verb != "watch" and e.resource in ("feedbackstores", "events")
+        ]
 
     eventually(lambda: len(throttled()) >= 29, timeout=60.0, what="29 throttled requests")
     sent = sorted(e.received for e in throttled())

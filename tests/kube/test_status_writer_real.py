@@ -1,4 +1,4 @@
-"""The status writer against a real kube-apiserver and etcd (issue 8, item 2.5).
+"""The status writer against a real kube-apiserver and etcd.
 
 Each test runs `feedbackstore-webhook status-writer` (the console script) as a child
 process scoped to a fresh namespace, as a user of its own, and checks what it did by what
@@ -110,29 +110,44 @@ def test_conditions_are_applied_on_status_with_real_managed_fields_and_follow_ge
     first_good = condition_of(good)
     assert first_good is not None
     assert {k: v for k, v in first_good.items() if k != "lastTransitionTime"} == {
-        "type": "Validated", "status": "True", "reason": "SpecCoherent",
-        "message": VALID_MESSAGE, "observedGeneration": 1,
-    }  # fmt: skip
+        "type": "Validated",
+        "status": "True",
+        "reason": "SpecCoherent",
+        "message": VALID_MESSAGE,
+        "observedGeneration": 1,
+    }
     assert RFC3339.match(first_good["lastTransitionTime"])
     first_bad = condition_of(bad)
     assert first_bad is not None
     assert {k: v for k, v in first_bad.items() if k != "lastTransitionTime"} == {
-        "type": "Validated", "status": "False", "reason": "InvalidSpec",
-        "message": INVALID_MESSAGE, "observedGeneration": 1,
-    }  # fmt: skip
+        "type": "Validated",
+        "status": "False",
+        "reason": "InvalidSpec",
+        "message": INVALID_MESSAGE,
+        "observedGeneration": 1,
+    }
 
-    assert condition_of(good, "Stalled") == {
-        **first_good, "type": "Stalled", "status": "False"}  # fmt: skip
+    assert condition_of(good, "Stalled") == {**first_good, "type": "Stalled", "status": "False"}
     assert condition_of(bad, "Stalled") == {**first_bad, "type": "Stalled", "status": "True"}
 
     # Server-side apply on /status, as our field manager, owning exactly our two entries.
-    fields = {".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:observedGeneration": {},
-              "f:reason": {}, "f:status": {}, "f:type": {}}  # fmt: skip
+    fields = {
+        ".": {},
+        "f:lastTransitionTime": {},
+        "f:message": {},
+        "f:observedGeneration": {},
+        "f:reason": {},
+        "f:status": {},
+        "f:type": {},
+    }
     for obj in (good, bad):
         (entry,) = managed_by(obj, MANAGER)
         assert (entry["operation"], entry["subresource"]) == ("Apply", "status")
-        assert entry["fieldsV1"] == {"f:status": {"f:conditions": {
-            'k:{"type":"Validated"}': fields, 'k:{"type":"Stalled"}': fields}}}  # fmt: skip
+        assert entry["fieldsV1"] == {
+            "f:status": {
+                "f:conditions": {'k:{"type":"Validated"}': fields, 'k:{"type":"Stalled"}': fields}
+            }
+        }
         # A status write does not move the generation.
         assert obj["metadata"]["generation"] == 1
     audit.flush(namespace)
@@ -156,7 +171,10 @@ def test_conditions_are_applied_on_status_with_real_managed_fields_and_follow_ge
     fixed = condition_of(stores.wait_condition("bad", at_generation(2)))
     assert fixed is not None
     assert (fixed["status"], fixed["reason"], fixed["message"]) == (
-        "True", "SpecCoherent", VALID_MESSAGE)  # fmt: skip
+        "True",
+        "SpecCoherent",
+        VALID_MESSAGE,
+    )
     assert fixed["lastTransitionTime"] > first_bad["lastTransitionTime"]
 
     # Metadata changes are not a new generation, so they cost the writer nothing.
@@ -164,8 +182,7 @@ def test_conditions_are_applied_on_status_with_real_managed_fields_and_follow_ge
     assert labelled["metadata"]["generation"] == 2
     settle(1.0)
     audit.flush(namespace)
-    assert sorted(p.name for p in audit.status_writes(namespace)) == [
-        "bad", "bad", "good", "good"]  # fmt: skip
+    assert sorted(p.name for p in audit.status_writes(namespace)) == ["bad", "bad", "good", "good"]
     assert writer.metric("feedbackstore_status_writes_total", result="ok") == 4
     assert writer.metric("feedbackstore_status_watch_events_total", type="MODIFIED") >= 5
 
@@ -175,9 +192,12 @@ def test_another_managers_condition_survives_and_is_never_clobbered(
 ) -> None:
     stores.create("shared", VALID)
     ready = {
-        "type": "Ready", "status": "False", "reason": "Waiting",
-        "message": "gateway not synced", "lastTransitionTime": "2026-01-02T03:04:05Z",
-    }  # fmt: skip
+        "type": "Ready",
+        "status": "False",
+        "reason": "Waiting",
+        "message": "gateway not synced",
+        "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }
     stores.apply_status("shared", "other-controller", [ready])
     writer = writers.start("a")
     stores.wait_condition("shared", coherent)
@@ -188,7 +208,9 @@ def test_another_managers_condition_survives_and_is_never_clobbered(
     assert list(theirs["fieldsV1"]["f:status"]["f:conditions"]) == ['k:{"type":"Ready"}']
     (ours,) = managed_by(obj, MANAGER)
     assert list(ours["fieldsV1"]["f:status"]["f:conditions"]) == [
-        'k:{"type":"Stalled"}', 'k:{"type":"Validated"}']  # fmt: skip
+        'k:{"type":"Stalled"}',
+        'k:{"type":"Validated"}',
+    ]
 
     # The other controller changes its condition: ours stays, and is not rewritten.
     validated = condition_of(obj)
@@ -214,18 +236,24 @@ def test_a_validated_another_manager_applied_is_left_to_it_logged_once_and_count
 ) -> None:
     create_unguarded(control_plane, namespace, {"legacy": INVALID})
     theirs = {
-        "type": "Validated", "status": "Unknown", "reason": "Pending",
-        "message": "not checked yet", "lastTransitionTime": "2026-01-02T03:04:05Z",
-    }  # fmt: skip
+        "type": "Validated",
+        "status": "Unknown",
+        "reason": "Pending",
+        "message": "not checked yet",
+        "lastTransitionTime": "2026-01-02T03:04:05Z",
+    }
     stores.apply_status("legacy", "legacy-controller", [theirs])
     writer = writers.start("a")
 
     stalled = stores.wait_for("legacy", "Stalled", invalid_stalled)
     assert condition_of(stalled, "Stalled") == {
-        "type": "Stalled", "status": "True", "reason": "InvalidSpec",
-        "message": INVALID_MESSAGE, "observedGeneration": 1,
+        "type": "Stalled",
+        "status": "True",
+        "reason": "InvalidSpec",
+        "message": INVALID_MESSAGE,
+        "observedGeneration": 1,
         "lastTransitionTime": condition_of(stalled, "Stalled")["lastTransitionTime"],  # type: ignore[index]
-    }  # fmt: skip
+    }
     # Theirs stays as they wrote it, and none of it is ours.
     assert condition_of(stalled) == theirs
     (ours,) = managed_by(stalled, MANAGER)
@@ -256,16 +284,17 @@ def test_a_validated_of_ours_another_manager_rewrites_is_left_to_it_and_never_re
     assert ours is not None
     obj = stores.get("shared")
     theirs = {**ours, "message": "their words for it"}
-    obj["status"]["conditions"] = [theirs if c["type"] == "Validated" else c
-                                   for c in obj["status"]["conditions"]]  # fmt: skip
+    obj["status"]["conditions"] = [
+        theirs if c["type"] == "Validated" else c for c in obj["status"]["conditions"]
+    ]
     other = k8s.CustomObjectsApi(api_client(control_plane))
     other.api_client.user_agent = "another-controller/v1"
-    other.replace_namespaced_custom_object_status(
-        GROUP, VERSION, namespace, PLURAL, "shared", obj)  # fmt: skip
+    other.replace_namespaced_custom_object_status(GROUP, VERSION, namespace, PLURAL, "shared", obj)
     writer.wait_log(YIELDED)
     (entry,) = managed_by(stores.get("shared"), "another-controller")
-    assert entry["fieldsV1"] == {"f:status": {"f:conditions": {
-        'k:{"type":"Validated"}': {"f:message": {}}}}}  # fmt: skip
+    assert entry["fieldsV1"] == {
+        "f:status": {"f:conditions": {'k:{"type":"Validated"}': {"f:message": {}}}}
+    }
 
     # Our next write (a new generation: Stalled changes) keeps their Validated whole.
     stores.set_spec("shared", {**INVALID, "mode": "Monitor"})
@@ -309,8 +338,11 @@ def test_a_restart_with_everything_current_writes_nothing(
     assert audit.status_writes(namespace, second.user) == []
     assert audit.writes_by(namespace, second.user, "events") == []
     # One list, then the watch; no GET of single objects, no relist on resync.
-    reads = [e.verb for e in audit.events(namespace) if e.user == second.user
-             and e.resource == "feedbackstores" and e.verb != "watch"]  # fmt: skip
+    reads = [
+        e.verb
+        for e in audit.events(namespace)
+        if e.user == second.user and e.resource == "feedbackstores" and e.verb != "watch"
+    ]
     assert reads == ["list"]
     assert second.metric("feedbackstore_status_reconciles_total", outcome="up_to_date") >= 9
     assert second.metric("feedbackstore_status_writes_total", result="ok") == 0
@@ -390,14 +422,19 @@ def test_events_are_accepted_by_the_real_validation_and_stored_as_expected(
         key=lambda e: e["metadata"]["creation_timestamp"],
     )
     assert [(e["type"], e["reason"]) for e in events] == [
-        ("Warning", "InvalidSpec"), ("Normal", "SpecCoherent")]  # fmt: skip
+        ("Warning", "InvalidSpec"),
+        ("Normal", "SpecCoherent"),
+    ]
     warning, normal = events
     assert warning["message"] == f"spec is invalid: {INVALID_MESSAGE}"
     assert normal["message"] == VALID_MESSAGE
     for event in events:
         involved = event["involved_object"]
         assert (involved["api_version"], involved["kind"], involved["name"]) == (
-            "agents.ctxmesh.ai/v1beta1", "FeedbackStore", "bad")  # fmt: skip
+            "agents.ctxmesh.ai/v1beta1",
+            "FeedbackStore",
+            "bad",
+        )
         assert (involved["namespace"], involved["uid"]) == (namespace, bad["metadata"]["uid"])
         assert event["source"]["component"] == MANAGER
         assert event["reporting_component"] == MANAGER
@@ -457,9 +494,13 @@ def test_a_watch_expired_by_a_real_etcd_compaction_relists_and_converges(
         # The compaction is real: the past is gone from etcd itself.
         with pytest.raises(k8s.ApiException) as expired:
             stores.api.list_namespaced_custom_object(
-                "agents.ctxmesh.ai", "v1beta1", namespace, "feedbackstores",
-                resource_version=listed_at, resource_version_match="Exact",
-            )  # fmt: skip
+                "agents.ctxmesh.ai",
+                "v1beta1",
+                namespace,
+                "feedbackstores",
+                resource_version=listed_at,
+                resource_version_match="Exact",
+            )
         assert expired.value.status == 410
     finally:
         if not control_plane.apiserver.running():

@@ -68,8 +68,11 @@ def certs(out_dir: pathlib.Path, *args: str) -> str:
     """`feedbackstore-webhook certs` as a user runs it; its first line (created/renewed/kept)."""
     result = subprocess.run(
         [str(SCRIPT), "certs", "--out-dir", str(out_dir), "--base", str(MANIFESTS), *args],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()[0]
 
@@ -79,10 +82,18 @@ def serving(directory: pathlib.Path) -> Iterator[tuple[ConsoleServer, int]]:
     """`feedbackstore-webhook serve` on 127.0.0.1 with the files `certs` wrote to `directory`."""
     port = free_port()
     server = ConsoleServer(
-        ["--host", "127.0.0.1", "--port", str(port), "--tls-cert-file",
-         str(directory / "tls.crt"), "--tls-private-key-file", str(directory / "tls.key")],
+        [
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--tls-cert-file",
+            str(directory / "tls.crt"),
+            "--tls-private-key-file",
+            str(directory / "tls.key"),
+        ],
         cwd=directory,
-    )  # fmt: skip
+    )
     try:
         server.wait_log(lambda e: e.get("msg") == "serving", timeout=30)
         yield server, port
@@ -96,8 +107,9 @@ def url(port: int) -> str:
 
 def dry_run_create(plane: ControlPlane, namespace: str) -> Any:
     store = feedbackstore(f"s-{uuid.uuid4().hex[:8]}", MONITOR)
-    return plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
-                         stdin=yaml.safe_dump(store))  # fmt: skip
+    return plane.kubectl(
+        "create", "--dry-run=server", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(store)
+    )
 
 
 def refused_with(plane: ControlPlane, namespace: str, port: int, x509_error: str) -> None:
@@ -182,10 +194,14 @@ def test_a_cabundle_of_another_ca_is_refused_and_so_is_the_write(
         with registered(control_plane, doc, namespace, wait=False):
             # Every CA `certs` makes has the same subject, so Go names the candidate it
             # tried before giving up.
-            refused_with(control_plane, namespace, port,
-                         'x509: certificate signed by unknown authority (possibly because of '
-                         '"x509: ECDSA verification failure" while trying to verify candidate '
-                         'authority certificate "feedbackstore-webhook CA")')  # fmt: skip
+            refused_with(
+                control_plane,
+                namespace,
+                port,
+                "x509: certificate signed by unknown authority (possibly because of "
+                '"x509: ECDSA verification failure" while trying to verify candidate '
+                'authority certificate "feedbackstore-webhook CA")',
+            )
 
 
 # -- rotation under load -------------------------------------------------------
@@ -222,8 +238,11 @@ class CallLoop:
 
     def calls_after(self, count: int, more: int) -> None:
         """Wait until `more` calls have completed after `count` (all of them, by then, judged)."""
-        eventually(lambda: self.calls >= count + more or self.failures or self.stop.is_set(),
-                   timeout=30, what=f"{more} more calls")  # fmt: skip
+        eventually(
+            lambda: self.calls >= count + more or self.failures or self.stop.is_set(),
+            timeout=30,
+            what=f"{more} more calls",
+        )
 
 
 def served_certificate(port: int) -> bytes:
@@ -263,17 +282,27 @@ def set_ca_bundle(plane: ControlPlane, name: str, port: int, bundle: bytes) -> N
     It reads configurations through one informer, in order: once a configuration
     registered after the change is called, the change is in effect too.
     """
-    patch = [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle",
-              "value": base64.b64encode(bundle).decode()}]  # fmt: skip
+    patch = [
+        {
+            "op": "replace",
+            "path": "/webhooks/0/clientConfig/caBundle",
+            "value": base64.b64encode(bundle).decode(),
+        }
+    ]
     admission = k8s.AdmissionregistrationV1Api(api_client(plane))
     admission.patch_validating_webhook_configuration(name, patch)
     probe_namespace = f"probe-{uuid.uuid4().hex[:8]}"
     core = k8s.CoreV1Api(api_client(plane))
     labels = {PROBE_LABEL: "on"}
-    core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=probe_namespace,
-                                                                    labels=labels)))  # fmt: skip
-    probe = registration(f"probe-{uuid.uuid4().hex[:6]}", url(port), bundle,
-                         namespaceSelector={"matchLabels": {PROBE_LABEL: "on"}})  # fmt: skip
+    core.create_namespace(
+        k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=probe_namespace, labels=labels))
+    )
+    probe = registration(
+        f"probe-{uuid.uuid4().hex[:6]}",
+        url(port),
+        bundle,
+        namespaceSelector={"matchLabels": {PROBE_LABEL: "on"}},
+    )
     with registered(plane, probe, probe_namespace):
         pass
 
@@ -300,7 +329,8 @@ def test_rotating_the_serving_files_and_the_ca_loses_no_request(
                 #    --host makes it renew rather than keep); then a new connection from
                 #    kube-apiserver (the same CA, its bytes changed) verifies it.
                 assert certs(served, "--host", "127.0.0.1", "--host", "localhost").startswith(
-                    "renewed: ")  # fmt: skip
+                    "renewed: "
+                )
                 assert (served / "ca.crt").read_bytes() == first_ca
                 renewed = der(served / "tls.crt")
                 assert renewed != first

@@ -190,9 +190,10 @@ class Node:
         self._wait_node_ready()
         self.timings["node_ready_after_kubelet"] = time.monotonic() - kubelet_started
         self._wait(
-            "kube-proxy /livez", lambda: _http_ok(f"http://127.0.0.1:{self.kube_proxy_healthz}/livez"),
+            "kube-proxy /livez",
+            lambda: _http_ok(f"http://127.0.0.1:{self.kube_proxy_healthz}/livez"),
             kube_proxy,
-        )  # fmt: skip
+        )
         self.timings["cold_start"] = time.monotonic() - started
         self.report(
             f"node: {NODE_NAME} Ready {self.timings['node_ready_after_kubelet']:.1f} s after "
@@ -311,8 +312,16 @@ class Node:
     def _ctr(
         self, *args: str, check: bool = True, timeout: float = 600
     ) -> subprocess.CompletedProcess[str]:
-        return sh(self.tools["ctr"], "--address", str(self.socket), "-n", "k8s.io", *args,
-                  check=check, timeout=timeout)  # fmt: skip
+        return sh(
+            self.tools["ctr"],
+            "--address",
+            str(self.socket),
+            "-n",
+            "k8s.io",
+            *args,
+            check=check,
+            timeout=timeout,
+        )
 
     def _containerd(self) -> None:
         d = self.containerd_dir
@@ -374,15 +383,18 @@ state = "{d / "state"}"
     def _scheduler(self) -> None:
         kubeconfig = self._client_kubeconfig("system:kube-scheduler", "system:masters")
         port = free_port()
-        process = self._spawn("kube-scheduler", [
-            str(self.node_bin / "kube-scheduler"),
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-        ])  # fmt: skip
+        process = self._spawn(
+            "kube-scheduler",
+            [
+                str(self.node_bin / "kube-scheduler"),
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+            ],
+        )
         self._wait(
             "kube-scheduler", lambda: _https_ok(f"https://127.0.0.1:{port}/healthz"), process
         )
@@ -412,9 +424,13 @@ state = "{d / "state"}"
             "iptables": {"localhostNodePorts": False},
         }
         self.kube_proxy_config.write_text(yaml.safe_dump(config))
-        return self._spawn("kube-proxy", [
-            str(self.node_bin / "kube-proxy"), f"--config={self.kube_proxy_config}",
-        ])  # fmt: skip
+        return self._spawn(
+            "kube-proxy",
+            [
+                str(self.node_bin / "kube-proxy"),
+                f"--config={self.kube_proxy_config}",
+            ],
+        )
 
     def _kubelet(self) -> None:
         self.kubelet_dir.mkdir(parents=True, exist_ok=True)
@@ -450,27 +466,34 @@ state = "{d / "state"}"
             "syncFrequency": "10s",
             "imageGCHighThresholdPercent": 100,
             "imageGCLowThresholdPercent": 99,
-            "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%",
-                             "imagefs.available": "1%", "nodefs.inodesFree": "1%"},
+            "evictionHard": {
+                "memory.available": "1Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+                "nodefs.inodesFree": "1%",
+            },
             "serializeImagePulls": False,
             "registerNode": True,
             "rotateCertificates": False,
             "serverTLSBootstrap": False,
             "enableServer": True,
             "localStorageCapacityIsolation": True,
-        }  # fmt: skip
+        }
         config_file = self.workdir / "kubelet.yaml"
         config_file.write_text(yaml.safe_dump(config))
-        process = self._spawn("kubelet", [
-            str(self.node_bin / "kubelet"),
-            f"--config={config_file}",
-            f"--kubeconfig={kubeconfig}",
-            f"--root-dir={self.kubelet_dir}",
-            f"--cert-dir={self.workdir / 'kubelet-pki'}",
-            f"--hostname-override={NODE_NAME}",
-            f"--node-ip={NODE_IP}",
-            "--v=1",
-        ])  # fmt: skip
+        process = self._spawn(
+            "kubelet",
+            [
+                str(self.node_bin / "kubelet"),
+                f"--config={config_file}",
+                f"--kubeconfig={kubeconfig}",
+                f"--root-dir={self.kubelet_dir}",
+                f"--cert-dir={self.workdir / 'kubelet-pki'}",
+                f"--hostname-override={NODE_NAME}",
+                f"--node-ip={NODE_IP}",
+                "--v=1",
+            ],
+        )
         self._wait(
             "kubelet /healthz",
             lambda: _http_ok(f"http://127.0.0.1:{self.kubelet_healthz}/healthz"),
@@ -482,9 +505,12 @@ state = "{d / "state"}"
 
         def ready() -> bool:
             done = self.kubectl(
-                "get", "node", NODE_NAME, "-o",
+                "get",
+                "node",
+                NODE_NAME,
+                "-o",
                 "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
-            )  # fmt: skip
+            )
             return done.returncode == 0 and done.stdout.strip() == "True"
 
         self._wait(f"node {NODE_NAME} Ready", ready, kubelet, timeout)
@@ -496,10 +522,24 @@ state = "{d / "state"}"
         if not any(p.name == "kubelet" and p.running() for p in self.processes):
             return
         with contextlib.suppress(Exception):
-            self.kubectl("delete", "deployments,replicasets,daemonsets,statefulsets,jobs",
-                         "--all", "-A", "--wait=false", timeout=30)  # fmt: skip
-            self.kubectl("delete", "pods", "--all", "-A", "--force", "--grace-period=0",
-                         "--wait=false", timeout=30)  # fmt: skip
+            self.kubectl(
+                "delete",
+                "deployments,replicasets,daemonsets,statefulsets,jobs",
+                "--all",
+                "-A",
+                "--wait=false",
+                timeout=30,
+            )
+            self.kubectl(
+                "delete",
+                "pods",
+                "--all",
+                "-A",
+                "--force",
+                "--grace-period=0",
+                "--wait=false",
+                timeout=30,
+            )
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
                 listed = self._ctr("tasks", "ls", "-q", check=False, timeout=10)
@@ -521,11 +561,19 @@ state = "{d / "state"}"
             # own state for our runtime root names every one.
             runc_root = workdir / "containerd" / "runc" / "k8s.io"
             if runc_root.is_dir():
-                listed = sh(self.tools["runc"], "--root", str(runc_root), "list", "-q",
-                            check=False).stdout.split()  # fmt: skip
+                listed = sh(
+                    self.tools["runc"], "--root", str(runc_root), "list", "-q", check=False
+                ).stdout.split()
                 for container in listed:
-                    sh(self.tools["runc"], "--root", str(runc_root), "delete", "--force",
-                       container, check=False)  # fmt: skip
+                    sh(
+                        self.tools["runc"],
+                        "--root",
+                        str(runc_root),
+                        "delete",
+                        "--force",
+                        container,
+                        check=False,
+                    )
             # Containers whose containerd is gone keep their shims: kill the shims of
             # our containerd (found by its address on their command line).
             for pid in _pids_with_arg(str(sock)):
@@ -558,8 +606,22 @@ state = "{d / "state"}"
         for bridge in (POD_BRIDGE, NODE_BRIDGE):
             sh(ip, "link", "del", bridge, check=False)
         for flag in ("-s", "-d"):
-            while sh(ipt, "-w", "-t", "mangle", "-D", "FORWARD", flag, POD_SUBNET, "-j", CHAIN,
-                     check=False).returncode == 0:  # fmt: skip
+            while (
+                sh(
+                    ipt,
+                    "-w",
+                    "-t",
+                    "mangle",
+                    "-D",
+                    "FORWARD",
+                    flag,
+                    POD_SUBNET,
+                    "-j",
+                    CHAIN,
+                    check=False,
+                ).returncode
+                == 0
+            ):
                 pass
         sh(ipt, "-w", "-t", "mangle", "-F", CHAIN, check=False)
         sh(ipt, "-w", "-t", "mangle", "-X", CHAIN, check=False)

@@ -99,10 +99,15 @@ class Load:
             }
             steps: list[tuple[str, str, dict[str, object] | None, str, tuple[int, ...]]] = [
                 ("POST", self.path, store, "application/json", (201,)),
-                ("PATCH", f"{self.path}/{name}", {"metadata": {"labels": {"n": str(serial)}}},
-                 "application/merge-patch+json", (200,)),
+                (
+                    "PATCH",
+                    f"{self.path}/{name}",
+                    {"metadata": {"labels": {"n": str(serial)}}},
+                    "application/merge-patch+json",
+                    (200,),
+                ),
                 ("DELETE", f"{self.path}/{name}", None, "application/json", (200, 202)),
-            ]  # fmt: skip
+            ]
             for method, path, body, content_type, wanted in steps:
                 try:
                     status, text = self._request(connection, method, path, body, content_type)

@@ -63,15 +63,24 @@ def test_readme_helm_install_brings_every_pod_up_and_helm_test_passes(
     installed: dict[str, subprocess.CompletedProcess[str]], node: Node
 ) -> None:
     assert list(installed) == [
-        "feedbackstore-webhook certs", "kubectl create", "kubectl label", "helm install",
+        "feedbackstore-webhook certs",
+        "kubectl create",
+        "kubectl label",
+        "helm install",
         "helm test",
-    ]  # fmt: skip
+    ]
     assert "STATUS: deployed" in installed["helm install"].stdout
     ready = node.kubectl(
-        "-n", "feedbackstore-system", "get", "pods", "-l", PART_OF,
-        "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}"
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-l",
+        PART_OF,
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}"
         "{'\\n'}{end}",
-    ).stdout.split("\n")  # fmt: skip
+    ).stdout.split("\n")
     tested = installed["helm test"].stdout
     print(tested)
     rows = [line.split() for line in ready if line]
@@ -103,14 +112,22 @@ def _under_load(shell: Shell, node: Node, command: str) -> tuple[int, Counts, fl
             counts = load.stop()
     finally:
         shell.run("kubectl delete namespace load --wait=true --timeout=120s", timeout=180)
-    print(f"{command}: {took:.1f} s; {counts.requests} requests "
-          f"({counts.requests - before} from it on), {counts.failures} failed")  # fmt: skip
+    print(
+        f"{command}: {took:.1f} s; {counts.requests} requests "
+        f"({counts.requests - before} from it on), {counts.failures} failed"
+    )
     return counts.requests - before, counts, took
 
 
 def _terminating(node: Node) -> bool:
-    listed = node.kubectl("-n", "feedbackstore-system", "get", "pods", "-o",
-                          "jsonpath={.items[*].metadata.deletionTimestamp}").stdout  # fmt: skip
+    listed = node.kubectl(
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-o",
+        "jsonpath={.items[*].metadata.deletionTimestamp}",
+    ).stdout
     return bool(listed.strip())
 
 
@@ -133,8 +150,11 @@ def test_helm_upgrade_rolls_both_deployments_under_load_losing_no_request(
 
 
 def _pod_names(node: Node) -> set[str]:
-    return set(node.kubectl("-n", "feedbackstore-system", "get", "pods", "-o",
-                            "jsonpath={.items[*].metadata.name}").stdout.split())  # fmt: skip
+    return set(
+        node.kubectl(
+            "-n", "feedbackstore-system", "get", "pods", "-o", "jsonpath={.items[*].metadata.name}"
+        ).stdout.split()
+    )
 
 
 def test_helm_uninstall_under_load_loses_no_request_and_leaves_nothing(
@@ -151,8 +171,16 @@ def test_helm_uninstall_under_load_loses_no_request_and_leaves_nothing(
     ):
         gone = node.kubectl("get", kind, name)
         assert "NotFound" in gone.stderr, (kind, gone.stdout)
-    left = node.kubectl("-n", "feedbackstore-system", "get", "all,secret,lease,pdb,sa,role",
-                        "-l", "app.kubernetes.io/managed-by=Helm", "-o", "name").stdout  # fmt: skip
+    left = node.kubectl(
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "all,secret,lease,pdb,sa,role",
+        "-l",
+        "app.kubernetes.io/managed-by=Helm",
+        "-o",
+        "name",
+    ).stdout
     assert left.strip() == "", left
     # The CRD is the platform's: the release never owned it.
     assert node.kubectl("get", "crd", "feedbackstores.agents.ctxmesh.ai").returncode == 0
@@ -183,8 +211,9 @@ def test_installing_failing_open_then_closing_loses_no_request_under_load(
     _, counts, _ = _under_load(shell, node, " && ".join(steps))
     assert counts.failures == 0, counts.messages
     judging = "jsonpath={.webhooks[0].name} {.webhooks[0].failurePolicy}"
-    policy = node.kubectl("get", "validatingwebhookconfiguration", "feedbackstore-webhook",
-                          "-o", judging).stdout  # fmt: skip
+    policy = node.kubectl(
+        "get", "validatingwebhookconfiguration", "feedbackstore-webhook", "-o", judging
+    ).stdout
     assert policy == "validate.feedbackstores.agents.ctxmesh.ai Fail"
     _ok(shell, f"helm uninstall {RELEASE} {NS} --wait")
 
@@ -193,8 +222,11 @@ def test_cleanup_leaves_the_node_as_the_next_module_expects(shell: Shell, node: 
     """Not a check of the chart: the namespace, the CRD and the certificates go, as after
     README's Uninstall, for tests/node/test_install_readme.py."""
     shell.run(f"helm uninstall {RELEASE} {NS} --wait")
-    _ok(shell, "kubectl delete namespace feedbackstore-system --ignore-not-found --wait=true",
-        timeout=180)  # fmt: skip
+    _ok(
+        shell,
+        "kubectl delete namespace feedbackstore-system --ignore-not-found --wait=true",
+        timeout=180,
+    )
     _ok(shell, f"kubectl delete -f {CRD} --ignore-not-found --wait=true", timeout=180)
     _ok(shell, "kubectl wait --for=delete namespace/load --timeout=120s || true", timeout=180)
     assert node.kubectl("get", "validatingwebhookconfigurations", "-o", "name").stdout == ""

@@ -82,11 +82,26 @@ def test_serve_answers_readyz_over_tls(image: tuple[Docker, str], tmp_path: path
     context = ssl.create_default_context(cafile=str(ca))
     started = time.monotonic()
     docker.run(
-        "run", "-d", "--name", container, *AS_DEPLOYED, "--network", "host",
-        "-v", f"{mount}:/tls:ro", name,
-        "serve", "--host", "127.0.0.1", "--port", str(port),
-        "--tls-cert-file", "/tls/tls.crt", "--tls-private-key-file", "/tls/tls.key",
-    )  # fmt: skip
+        "run",
+        "-d",
+        "--name",
+        container,
+        *AS_DEPLOYED,
+        "--network",
+        "host",
+        "-v",
+        f"{mount}:/tls:ro",
+        name,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--tls-cert-file",
+        "/tls/tls.crt",
+        "--tls-private-key-file",
+        "/tls/tls.key",
+    )
     try:
         body = b""
         deadline = started + 30
@@ -162,9 +177,17 @@ print(json.dumps({
 def test_runtime_holds_no_pip_no_compiler_no_tests(image: tuple[Docker, str]) -> None:
     docker, name = image
     done = docker.run(
-        "run", "--rm", *AS_DEPLOYED, "--network", "none",
-        "--entrypoint", "/opt/venv/bin/python", name, "-c", PROBE,
-    )  # fmt: skip
+        "run",
+        "--rm",
+        *AS_DEPLOYED,
+        "--network",
+        "none",
+        "--entrypoint",
+        "/opt/venv/bin/python",
+        name,
+        "-c",
+        PROBE,
+    )
     found = json.loads(done.stdout)
     assert found["prefix"] == "/opt/venv"
     assert found["modules"] == {

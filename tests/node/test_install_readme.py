@@ -77,9 +77,14 @@ class Shell:
 
     def run(self, command: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["bash", "-c", command], cwd=self.cwd, env=self.env, capture_output=True,
-            text=True, timeout=timeout, check=False,
-        )  # fmt: skip
+            ["bash", "-c", command],
+            cwd=self.cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
 
 @pytest.fixture(scope="module", name="shell")
@@ -91,8 +96,9 @@ def _shell(node: Node, tmp_path_factory: pytest.TempPathFactory) -> Shell:
 def _path1(shell: Shell, node: Node) -> list[tuple[str, subprocess.CompletedProcess[str], float]]:
     """README Path 1, every command but the pip install (the test venv holds the CLI)."""
     done = []
-    for command in commands(blocks(section("Path 1: without cert-manager (the `certs` command)"),
-                                   "sh")[0]):  # fmt: skip
+    for command in commands(
+        blocks(section("Path 1: without cert-manager (the `certs` command)"), "sh")[0]
+    ):
         if command.startswith(PIP_LINE):
             assert shutil.which("feedbackstore-webhook", path=shell.env["PATH"])
             continue
@@ -127,10 +133,14 @@ def test_path1_installs_and_both_rollouts_finish(
     ):
         assert f'deployment "{name}" successfully rolled out' in result.stdout, result.stdout
     ready = node.kubectl(
-        "-n", "feedbackstore-system", "get", "pods", "-o",
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-o",
         "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}"
         " {.spec.nodeName}{'\\n'}{end}",
-    ).stdout.split("\n")  # fmt: skip
+    ).stdout.split("\n")
     rows = [line.split() for line in ready if line]
     assert len(rows) == 4, pods
     assert all(ready == "true" and where == "fsnode" for _, ready, where in rows), pods
@@ -149,22 +159,35 @@ def test_pods_start_cleanly(path1: object, node: Node) -> None:
     time.sleep(15)  # a few liveness and readiness periods
     assert _ready_since(node) == ready_since
     restarts = node.kubectl(
-        "-n", "feedbackstore-system", "get", "pods", "-o",
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-o",
         "jsonpath={range .items[*]}{.metadata.name} {.status.containerStatuses[0].restartCount}"
         "{'\\n'}{end}",
-    ).stdout  # fmt: skip
+    ).stdout
     assert [line.split()[1] for line in restarts.splitlines()] == ["0"] * 4, restarts
     listed = node.kubectl(
-        "-n", "feedbackstore-system", "get", "events", "--field-selector", "type=Warning", "-o",
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "events",
+        "--field-selector",
+        "type=Warning",
+        "-o",
         "json",
-    ).stdout  # fmt: skip
+    ).stdout
     events = json.loads(listed)["items"]
-    shown = [f"{_seen(e).isoformat()} {e['involvedObject']['name']} {e['reason']}: {e['message']}"
-             for e in events]  # fmt: skip
+    shown = [
+        f"{_seen(e).isoformat()} {e['involvedObject']['name']} {e['reason']}: {e['message']}"
+        for e in events
+    ]
     unexpected = [
-        line for line, event in zip(shown, events, strict=True)
+        line
+        for line, event in zip(shown, events, strict=True)
         if not _while_starting(event, ready_since)
-    ]  # fmt: skip
+    ]
     assert not unexpected, "\n".join(shown) + f"\nReady since: {ready_since}"
 
 
@@ -309,40 +332,58 @@ OTHER_CA = (
 # fail while the kubelet refreshes a mounted Secret, the commands that repair it)
 BREAKS = {
     "webhook-pods-down": (
-        [f"kubectl {NS} scale deployment/feedbackstore-webhook --replicas=0",
-         f"kubectl {NS} wait --for=delete pod {WEBHOOK_PODS} --timeout=90s"],
-        {"service-endpoints", "webhook-answers"}, set(),
-        [f"kubectl {NS} scale deployment/feedbackstore-webhook --replicas=2",
-         f"kubectl {NS} rollout status deployment/feedbackstore-webhook"],
+        [
+            f"kubectl {NS} scale deployment/feedbackstore-webhook --replicas=0",
+            f"kubectl {NS} wait --for=delete pod {WEBHOOK_PODS} --timeout=90s",
+        ],
+        {"service-endpoints", "webhook-answers"},
+        set(),
+        [
+            f"kubectl {NS} scale deployment/feedbackstore-webhook --replicas=2",
+            f"kubectl {NS} rollout status deployment/feedbackstore-webhook",
+        ],
     ),
     "writer-scaled-to-0": (
-        [f"kubectl {NS} scale deployment/feedbackstore-status-writer --replicas=0",
-         f"kubectl {NS} wait --for=delete pod {WRITER_PODS} --timeout=90s"],
-        {"status-writer-lease"}, set(),
-        [f"kubectl {NS} scale deployment/feedbackstore-status-writer --replicas=2",
-         f"kubectl {NS} rollout status deployment/feedbackstore-status-writer"],
+        [
+            f"kubectl {NS} scale deployment/feedbackstore-status-writer --replicas=0",
+            f"kubectl {NS} wait --for=delete pod {WRITER_PODS} --timeout=90s",
+        ],
+        {"status-writer-lease"},
+        set(),
+        [
+            f"kubectl {NS} scale deployment/feedbackstore-status-writer --replicas=2",
+            f"kubectl {NS} rollout status deployment/feedbackstore-status-writer",
+        ],
     ),
     "cabundle-of-another-ca": (
-        [OTHER_CA,
-         "kubectl patch validatingwebhookconfiguration feedbackstore-webhook --type=json -p "
-         "\"[{\\\"op\\\": \\\"replace\\\", \\\"path\\\": \\\"/webhooks/0/clientConfig/caBundle\\\","
-         " \\\"value\\\": \\\"$(base64 -w0 < other-ca/ca.crt)\\\"}]\""],
-        {"ca-bundle", "webhook-answers"}, set(),
+        [
+            OTHER_CA,
+            "kubectl patch validatingwebhookconfiguration feedbackstore-webhook --type=json -p "
+            '"[{\\"op\\": \\"replace\\", \\"path\\": \\"/webhooks/0/clientConfig/caBundle\\",'
+            ' \\"value\\": \\"$(base64 -w0 < other-ca/ca.crt)\\"}]"',
+        ],
+        {"ca-bundle", "webhook-answers"},
+        set(),
         ["kubectl apply -k certs/"],
     ),
     "secret-of-another-ca": (
-        [OTHER_CA,
-         f"kubectl {NS} create secret tls feedbackstore-webhook-tls --cert other-ca/tls.crt"
-         " --key other-ca/tls.key --dry-run=client -o yaml | kubectl apply -f -"],
-        {"ca-bundle"}, {"webhook-answers"},
+        [
+            OTHER_CA,
+            f"kubectl {NS} create secret tls feedbackstore-webhook-tls --cert other-ca/tls.crt"
+            " --key other-ca/tls.key --dry-run=client -o yaml | kubectl apply -f -",
+        ],
+        {"ca-bundle"},
+        {"webhook-answers"},
         # The pods that reloaded the other pair would take the good one back only at the
         # kubelet's next refresh of the mount, and one that doctor's single probe does not
         # reach would fail the next test's calls: fresh pods instead.
-        ["kubectl apply -k certs/",
-         f"kubectl {NS} rollout restart deployment/feedbackstore-webhook",
-         f"kubectl {NS} rollout status deployment/feedbackstore-webhook --timeout=180s"],
+        [
+            "kubectl apply -k certs/",
+            f"kubectl {NS} rollout restart deployment/feedbackstore-webhook",
+            f"kubectl {NS} rollout status deployment/feedbackstore-webhook --timeout=180s",
+        ],
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("broken", list(BREAKS))
@@ -430,10 +471,14 @@ def test_the_load_catches_a_rollout_that_loses_requests(
         _ok(shell, "kubectl apply -k certs/")
         _ok(shell, f"kubectl {NS} rollout status deployment/feedbackstore-webhook --timeout=180s")
     shipped = node.kubectl(
-        "-n", "feedbackstore-system", "get", "deployment/feedbackstore-webhook", "-o",
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "deployment/feedbackstore-webhook",
+        "-o",
         "jsonpath={.spec.template.spec.containers[0].lifecycle.preStop.exec.command}"
         "{.spec.template.spec.containers[0].args}",
-    ).stdout  # fmt: skip
+    ).stdout
     assert "sleep" in shipped, shipped
     assert "--shutdown-delay" not in shipped, shipped
     until_healthy(shell)
@@ -456,9 +501,13 @@ def _pod_memory(node: Node) -> dict[str, float]:
     """Each feedbackstore-system pod's memory in MiB: its cgroup's usage (the kubelet's
     cgroupfs layout, cgroup v1), as the kubelet counts it against the pod's limit."""
     listed = node.kubectl(
-        "-n", "feedbackstore-system", "get", "pods", "-o",
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-o",
         "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid}{'\\n'}{end}",
-    ).stdout  # fmt: skip
+    ).stdout
     memory = {}
     for line in listed.splitlines():
         name, uid = line.split()
@@ -500,21 +549,32 @@ def test_pods_memory_under_load_stays_far_below_their_limits(
 
 def _webhook_pods(node: Node) -> int:
     listed = node.kubectl(
-        "-n", "feedbackstore-system", "get", "pods", "-l", "app.kubernetes.io/component=webhook",
-        "-o", "name",
-    )  # fmt: skip
+        "-n",
+        "feedbackstore-system",
+        "get",
+        "pods",
+        "-l",
+        "app.kubernetes.io/component=webhook",
+        "-o",
+        "name",
+    )
     return len(listed.stdout.split())
 
 
 def _evict(node: Node, pod: str) -> tuple[int, str]:
-    body = json.dumps({
-        "apiVersion": "policy/v1", "kind": "Eviction",
-        "metadata": {"name": pod, "namespace": "feedbackstore-system"},
-    }).encode()  # fmt: skip
+    body = json.dumps(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod, "namespace": "feedbackstore-system"},
+        }
+    ).encode()
     status, answer = node.plane.raw(
-        "POST", f"/api/v1/namespaces/feedbackstore-system/pods/{pod}/eviction", body,
+        "POST",
+        f"/api/v1/namespaces/feedbackstore-system/pods/{pod}/eviction",
+        body,
         "application/json",
-    )  # fmt: skip
+    )
     return status, answer.decode(errors="replace")
 
 
@@ -601,8 +661,11 @@ def test_the_standby_writer_leads_within_the_lease_when_the_leader_is_deleted(
     assert took < duration, took
     # Conditions keep converging under the new leader.
     _ok(shell, "kubectl create namespace after-handover")
-    _ok(shell, "sed 's/namespace: agents/namespace: after-handover/' examples/minimal.yaml"
-               " | kubectl apply -f -")  # fmt: skip
+    _ok(
+        shell,
+        "sed 's/namespace: agents/namespace: after-handover/' examples/minimal.yaml"
+        " | kubectl apply -f -",
+    )
     deadline = time.monotonic() + 20
     status = ""
     while time.monotonic() < deadline and status != "True":
@@ -674,8 +737,10 @@ def test_rotation_with_a_new_ca_as_the_readme_says_loses_nothing(
             counts = load.stop()
     finally:
         shell.run("kubectl delete namespace load")
-    print(f"new CA: every pod reloaded {reloaded:.1f} s after the Secret; "
-          f"{counts.requests} requests, {counts.failures} failed")  # fmt: skip
+    print(
+        f"new CA: every pod reloaded {reloaded:.1f} s after the Secret; "
+        f"{counts.requests} requests, {counts.failures} failed"
+    )
     assert counts.failures == 0, counts.messages
     assert counts.requests > 200
     until_healthy(shell, timeout=30)
@@ -705,8 +770,10 @@ def test_renewal_from_the_same_ca_loses_nothing(path1: object, shell: Shell, nod
             counts = load.stop()
     finally:
         shell.run("kubectl delete namespace load")
-    print(f"renewal: every pod reloaded {reloaded:.1f} s after the apply; "
-          f"{counts.requests} requests, {counts.failures} failed")  # fmt: skip
+    print(
+        f"renewal: every pod reloaded {reloaded:.1f} s after the apply; "
+        f"{counts.requests} requests, {counts.failures} failed"
+    )
     assert counts.failures == 0, counts.messages
     assert counts.requests > 200
     until_healthy(shell, timeout=30)
@@ -733,8 +800,13 @@ def test_roll_out_safely_as_the_readme_says(path1: object, shell: Shell, node: N
     _ok(shell, f"kubectl create namespace {test_ns} && kubectl create namespace untouched")
     try:
         _ok(shell, apply.group(1))
-        policy = node.kubectl("get", "validatingwebhookconfiguration", "feedbackstore-webhook",
-                              "-o", "jsonpath={.webhooks[0].failurePolicy}").stdout  # fmt: skip
+        policy = node.kubectl(
+            "get",
+            "validatingwebhookconfiguration",
+            "feedbackstore-webhook",
+            "-o",
+            "jsonpath={.webhooks[0].failurePolicy}",
+        ).stdout
         assert policy == "Ignore"
         monitor = (
             '{"apiVersion": "agents.ctxmesh.ai/v1beta1", "kind": "FeedbackStore", "metadata":'
@@ -752,8 +824,13 @@ def test_roll_out_safely_as_the_readme_says(path1: object, shell: Shell, node: N
         # Step 4: tighten, by applying certs/ itself.
         _ok(shell, "kubectl apply -k certs/")
         shell.run(f"kubectl delete namespace {test_ns} untouched --wait=false")
-    policy = node.kubectl("get", "validatingwebhookconfiguration", "feedbackstore-webhook",
-                          "-o", "jsonpath={.webhooks[0].failurePolicy}").stdout  # fmt: skip
+    policy = node.kubectl(
+        "get",
+        "validatingwebhookconfiguration",
+        "feedbackstore-webhook",
+        "-o",
+        "jsonpath={.webhooks[0].failurePolicy}",
+    ).stdout
     assert policy == "Fail"
     until_healthy(shell, timeout=60)
 
@@ -786,9 +863,12 @@ def test_path3_own_certificate_installs(path1: object, shell: Shell, node: Node)
     Uninstall left empty: a CA and serving pair of the user's own (here from `certs` into
     another directory, copied where the commands expect them)."""
     assert node.kubectl("get", "namespace", "feedbackstore-system").returncode != 0
-    _ok(shell, "feedbackstore-webhook certs --namespace feedbackstore-system"
-               " --service feedbackstore-webhook --out-dir byo/ >/dev/null"
-               " && cp byo/tls.crt byo/tls.key byo/ca.crt .")  # fmt: skip
+    _ok(
+        shell,
+        "feedbackstore-webhook certs --namespace feedbackstore-system"
+        " --service feedbackstore-webhook --out-dir byo/ >/dev/null"
+        " && cp byo/tls.crt byo/tls.key byo/ca.crt .",
+    )
     text = (ROOT / "certs/README.md").read_text(encoding="utf-8")
     own = text[text.index("## 3. Bring your own") :]
     steps = commands(blocks(own, "sh")[0])
@@ -856,8 +936,11 @@ def test_a_mismatched_pair_keeps_the_new_pod_unready_and_its_log_says_why(
     """The Secret holds a certificate and someone else's key: a new pod exits at once with
     one log line naming both files and the reason, restarts (CrashLoopBackOff), never goes
     Ready, and the old pods keep serving."""
-    _ok(shell, "feedbackstore-webhook certs --namespace feedbackstore-system"
-               " --service feedbackstore-webhook --out-dir other/ >/dev/null")  # fmt: skip
+    _ok(
+        shell,
+        "feedbackstore-webhook certs --namespace feedbackstore-system"
+        " --service feedbackstore-webhook --out-dir other/ >/dev/null",
+    )
     _ok(shell, RECREATE_SECRET.format(cert="byo/tls.crt", key="other/tls.key"))
     try:
         pod = _restart_into(shell, node)
@@ -881,8 +964,13 @@ def test_a_mismatched_pair_keeps_the_new_pod_unready_and_its_log_says_why(
         status = shown["status"]["containerStatuses"][0]
         assert status["ready"] is False
         assert status["lastState"]["terminated"]["exitCode"] == 1
-        ready = node.kubectl(*NS.split(), "get", "deployment/feedbackstore-webhook",
-                             "-o", "jsonpath={.status.readyReplicas}")  # fmt: skip
+        ready = node.kubectl(
+            *NS.split(),
+            "get",
+            "deployment/feedbackstore-webhook",
+            "-o",
+            "jsonpath={.status.readyReplicas}",
+        )
         assert ready.stdout == "2", "the old pods keep serving"
     finally:
         _repair(shell, node)
@@ -897,9 +985,15 @@ def test_a_missing_secret_keeps_the_new_pod_creating_and_says_which(
         pod = _restart_into(shell, node)
 
         def mount_failed() -> str | None:
-            events = node.kubectl(*NS.split(), "get", "events", "--field-selector",
-                                  f"involvedObject.name={pod},reason=FailedMount",
-                                  "-o", "jsonpath={.items[*].message}")  # fmt: skip
+            events = node.kubectl(
+                *NS.split(),
+                "get",
+                "events",
+                "--field-selector",
+                f"involvedObject.name={pod},reason=FailedMount",
+                "-o",
+                "jsonpath={.items[*].message}",
+            )
             return events.stdout or None
 
         message = eventually(mount_failed, timeout=120, what="FailedMount on the new pod")

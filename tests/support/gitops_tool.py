@@ -52,19 +52,27 @@ class GitopsTool:
         """Each object through both kstatus forks and the shipped health.lua."""
         result = subprocess.run(
             [str(self.binary), "compute", "--lua", str(HEALTH_LUA)],
-            input=json.dumps(list(objects)), capture_output=True, text=True, timeout=60,
+            input=json.dumps(list(objects)),
+            capture_output=True,
+            text=True,
+            timeout=60,
             check=False,
-        )  # fmt: skip
+        )
         assert result.returncode == 0, result.stderr
-        return [Verdicts(*(_health(entry[tool]) for tool in Verdicts._fields))
-                for entry in json.loads(result.stdout)]  # fmt: skip
+        return [
+            Verdicts(*(_health(entry[tool]) for tool in Verdicts._fields))
+            for entry in json.loads(result.stdout)
+        ]
 
     def argocd_test(self, directory: pathlib.Path) -> subprocess.CompletedProcess[str]:
         """Argo CD's own test of a customization: every health_test.yaml case, on gopher-lua."""
         return subprocess.run(
             [str(self.binary), "argocd-test", str(directory)],
-            capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
 
 
 def _health(entry: dict[str, Any]) -> Health:

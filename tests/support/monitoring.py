@@ -17,8 +17,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 RULE = ROOT / "manifests" / "monitoring" / "prometheusrule.yaml"
 TESTS = ROOT / "tests" / "monitoring" / "alerts_test.yaml"
 # Labels Prometheus and the Prometheus Operator add to every scraped series.
-TARGET_LABELS: Final = frozenset({"job", "namespace", "pod", "instance", "service", "endpoint",
-                                  "container"})  # fmt: skip
+TARGET_LABELS: Final = frozenset(
+    {"job", "namespace", "pod", "instance", "service", "endpoint", "container"}
+)
 _SERIES: Final = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\}$")
 _LABEL: Final = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"\s*,?')
 _SAMPLE: Final = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+\S+(?:\s+\S+)?$")
@@ -63,8 +64,12 @@ def fed_series(prefix: str) -> set[Series]:
 
 
 def queried_metrics(prefix: str) -> set[str]:
-    return {m for expr in alerts().values() for m in _METRIC_IN_EXPR.findall(expr)
-            if m.startswith(prefix)}  # fmt: skip
+    return {
+        m
+        for expr in alerts().values()
+        for m in _METRIC_IN_EXPR.findall(expr)
+        if m.startswith(prefix)
+    }
 
 
 def exposed(text: str) -> set[Series]:

@@ -40,9 +40,15 @@ class ServiceResolver(AbstractResolver):
     ) -> list[ResolveResult]:
         assert host == SERVICE_DNS, f"only the Service name is resolvable here, not {host}"
         return [
-            ResolveResult(hostname=host, host="127.0.0.1", port=port, family=socket.AF_INET,
-                          proto=0, flags=socket.AI_NUMERICHOST)
-        ]  # fmt: skip
+            ResolveResult(
+                hostname=host,
+                host="127.0.0.1",
+                port=port,
+                family=socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+        ]
 
     async def close(self) -> None:
         return None
@@ -143,9 +149,12 @@ class ConsoleServer:
 
     def __init__(self, args: list[str], cwd: pathlib.Path) -> None:
         self.process = subprocess.Popen(
-            [console_script(), "serve", *args], cwd=cwd,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
+            [console_script(), "serve", *args],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         self.logs: list[dict[str, Any]] = []
         self.stdout: list[str] = []
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()

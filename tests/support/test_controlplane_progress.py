@@ -53,10 +53,24 @@ def test_the_controller_prints_the_build_before_the_workers_start(
 ) -> None:
     environment = {k: v for k, v in os.environ.items() if k != REQUIRE_ENV}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "-q",
-         "tests/kube/test_controlplane.py::test_every_readiness_check_passes"],
-        cwd=REPO, env=environment, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "-q",
+            "tests/kube/test_controlplane.py::test_every_readiness_check_passes",
+        ],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     # An xdist worker's output never reaches the screen: these lines are the controller's.
     out = result.stdout
     building = out.index("build.sh: building kube-apiserver, kube-controller-manager and etcd")

@@ -11,23 +11,46 @@ from tests.kube.controlplane import BUILD_SCRIPT, REPO, REQUIRE_ENV
 
 
 def run_kube_suite(tmp_path: pathlib.Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "GO": "/nonexistent/go",
-                   "FEEDBACKSTORE_CONTROLPLANE_CACHE": str(tmp_path / "cache"), **env}  # fmt: skip
+    environment = {
+        **os.environ,
+        "GO": "/nonexistent/go",
+        "FEEDBACKSTORE_CONTROLPLANE_CACHE": str(tmp_path / "cache"),
+        **env,
+    }
     if REQUIRE_ENV not in env:
         environment.pop(REQUIRE_ENV, None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
-         "tests/kube/test_controlplane.py::test_every_readiness_check_passes"],
-        cwd=REPO, env=environment, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rs",
+            "tests/kube/test_controlplane.py::test_every_readiness_check_passes",
+        ],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_build_script_names_what_is_missing(tmp_path: pathlib.Path) -> None:
     result = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False,
-        env={**os.environ, "GO": "/nonexistent/go",
-             "FEEDBACKSTORE_CONTROLPLANE_CACHE": str(tmp_path)},
-    )  # fmt: skip
+        ["bash", str(BUILD_SCRIPT)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            **os.environ,
+            "GO": "/nonexistent/go",
+            "FEEDBACKSTORE_CONTROLPLANE_CACHE": str(tmp_path),
+        },
+    )
     assert result.returncode == 3
     assert "no Go toolchain found (GO=/nonexistent/go" in result.stderr
     assert "install Go 1.26.0 or newer, or set GO" in result.stderr

@@ -49,20 +49,28 @@ def the_manifest_tests_kubectl(tmp_path: pathlib.Path) -> str:
 def the_extras_version() -> str:
     result = subprocess.run(
         [kubectl(), "version", "--client", "-o", "json"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return str(json.loads(result.stdout)["clientVersion"]["gitVersion"])
 
 
 @pytest.mark.parametrize(
     ("caller", "expected"),
     [
-        pytest.param(the_kube_tests_kubectl, the_extras_version,
-                     id="the kube tests' kubectl is the test extra's"),
-        pytest.param(the_manifest_tests_kubectl, lambda: "CustomResourceDefinition",
-                     id="the manifest tests' kubectl is the test extra's"),
+        pytest.param(
+            the_kube_tests_kubectl,
+            the_extras_version,
+            id="the kube tests' kubectl is the test extra's",
+        ),
+        pytest.param(
+            the_manifest_tests_kubectl,
+            lambda: "CustomResourceDefinition",
+            id="the manifest tests' kubectl is the test extra's",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_older_kubectl_first_on_path_is_not_run(
     caller: Callable[[pathlib.Path], str],
     expected: Callable[[], str],

@@ -18,29 +18,48 @@ NODE_TEST = "tests/node/test_install_readme.py::test_path1_installs_and_both_rol
 
 
 def run_node_test(tmp_path: pathlib.Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {**os.environ, "GO": "/nonexistent/go",
-                   "FEEDBACKSTORE_NODE_CACHE": str(tmp_path / "cache"), **env}  # fmt: skip
+    environment = {
+        **os.environ,
+        "GO": "/nonexistent/go",
+        "FEEDBACKSTORE_NODE_CACHE": str(tmp_path / "cache"),
+        **env,
+    }
     if REQUIRE_ENV not in env:
         environment.pop(REQUIRE_ENV, None)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", NODE_TEST],
-        cwd=REPO, env=environment, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_node_build_script_names_what_is_missing(tmp_path: pathlib.Path) -> None:
     no_go = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False,
+        ["bash", str(BUILD_SCRIPT)],
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "GO": "/nonexistent/go", "FEEDBACKSTORE_NODE_CACHE": str(tmp_path)},
-    )  # fmt: skip
+    )
     assert no_go.returncode == 3
     assert "no Go toolchain found (GO=/nonexistent/go" in no_go.stderr
     assert no_go.stdout == ""
     no_cc = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, check=False,
-        env={**os.environ, "GO": "/bin/true", "CC": "/nonexistent/cc",
-             "FEEDBACKSTORE_NODE_CACHE": str(tmp_path)},
-    )  # fmt: skip
+        ["bash", str(BUILD_SCRIPT)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            **os.environ,
+            "GO": "/bin/true",
+            "CC": "/nonexistent/cc",
+            "FEEDBACKSTORE_NODE_CACHE": str(tmp_path),
+        },
+    )
     assert no_cc.returncode == 3
     assert "no C compiler '/nonexistent/cc' for the pause image (Debian: gcc)" in no_cc.stderr
 
@@ -51,9 +70,13 @@ def test_prerequisites_name_the_debian_packages(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(NodeUnavailableError) as missing:
         cluster.prerequisites()
     text = str(missing.value)
-    for package in ("containerd (Debian: containerd, or docker.io)", "runc (Debian: runc)",
-                    "iptables (Debian: iptables)", "ip (Debian: iproute2)",
-                    "/nonexistent/cni/bridge (Debian: containernetworking-plugins)"):  # fmt: skip
+    for package in (
+        "containerd (Debian: containerd, or docker.io)",
+        "runc (Debian: runc)",
+        "iptables (Debian: iptables)",
+        "ip (Debian: iproute2)",
+        "/nonexistent/cni/bridge (Debian: containernetworking-plugins)",
+    ):
         assert package in text, text
 
 

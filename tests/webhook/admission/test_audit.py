@@ -56,48 +56,77 @@ HUGE_COUNT = str(validate_feedbackstore({"spec": huge_spec()}).problem_count)
 
 
 CASES = [
-    pytest.param(create(valid_spec()),
-                 {"verdict": "allowed", "why": "valid", "problems": "0"},
-                 id="a valid CREATE is allowed with no problems"),
-    pytest.param(create(duplicate_spec()),
-                 {"verdict": "denied", "why": "invalid", "problems": "1"},
-                 id="a CREATE with a duplicate score name is denied with one problem"),
-    pytest.param(create(huge_spec()),
-                 {"verdict": "denied", "why": "invalid", "problems": HUGE_COUNT},
-                 id="a huge invalid CREATE records the full count, not the listed few"),
-    pytest.param(create(duplicate_spec(), api_version=V1BETA1),
-                 {"verdict": "denied", "why": "invalid", "problems": "1"},
-                 id="a v1beta1 review is annotated the same"),
-    pytest.param(update(valid_spec(), duplicate_spec()),
-                 {"verdict": "allowed", "why": "valid", "problems": "0"},
-                 id="an UPDATE fixing the spec is allowed"),
-    pytest.param(update(duplicate_spec(), duplicate_spec()),
-                 {"verdict": "allowed", "why": "unchanged_spec", "problems": "1"},
-                 id="an UPDATE leaving an invalid spec unchanged is allowed, its problems counted"),
-    pytest.param(update(many_problems_spec(2), valid_spec(), deleting=True),
-                 {"verdict": "allowed", "why": "terminating", "problems": "2"},
-                 id="an UPDATE of a terminating object is allowed, its problems counted"),
-    pytest.param(review("DELETE", None, feedbackstore(valid_spec())),
-                 {"verdict": "allowed", "why": "not_judged_operation", "delete": UNKNOWN},
-                 id="a DELETE is allowed and says what was decided about deleting"),
-    pytest.param(review("CONNECT", None, None, name="support-feedback"),
-                 {"verdict": "allowed", "why": "not_judged_operation"},
-                 id="a CONNECT is allowed unjudged, without a delete decision"),
-    pytest.param(review("DELETE", None, feedbackstore(valid_spec()), sub_resource="status"),
-                 {"verdict": "allowed", "why": "subresource"},
-                 id="a subresource request is allowed unjudged, even a DELETE"),
-    pytest.param(review("UPDATE", feedbackstore(duplicate_spec()), feedbackstore(valid_spec()),
-                        sub_resource="status"),
-                 {"verdict": "allowed", "why": "subresource"},
-                 id="a status UPDATE is allowed unjudged"),
-    pytest.param(review("CREATE", {"kind": "ConfigMap"}, group="", resource="configmaps",
-                        kind="ConfigMap"),
-                 {"verdict": "allowed", "why": "foreign_resource"},
-                 id="a foreign resource is allowed unjudged"),
-    pytest.param(review("PATCH", feedbackstore(valid_spec())),
-                 {"verdict": "allowed", "why": "unknown_operation"},
-                 id="an operation kube-apiserver does not send is allowed unjudged"),
-]  # fmt: skip
+    pytest.param(
+        create(valid_spec()),
+        {"verdict": "allowed", "why": "valid", "problems": "0"},
+        id="a valid CREATE is allowed with no problems",
+    ),
+    pytest.param(
+        create(duplicate_spec()),
+        {"verdict": "denied", "why": "invalid", "problems": "1"},
+        id="a CREATE with a duplicate score name is denied with one problem",
+    ),
+    pytest.param(
+        create(huge_spec()),
+        {"verdict": "denied", "why": "invalid", "problems": HUGE_COUNT},
+        id="a huge invalid CREATE records the full count, not the listed few",
+    ),
+    pytest.param(
+        create(duplicate_spec(), api_version=V1BETA1),
+        {"verdict": "denied", "why": "invalid", "problems": "1"},
+        id="a v1beta1 review is annotated the same",
+    ),
+    pytest.param(
+        update(valid_spec(), duplicate_spec()),
+        {"verdict": "allowed", "why": "valid", "problems": "0"},
+        id="an UPDATE fixing the spec is allowed",
+    ),
+    pytest.param(
+        update(duplicate_spec(), duplicate_spec()),
+        {"verdict": "allowed", "why": "unchanged_spec", "problems": "1"},
+        id="an UPDATE leaving an invalid spec unchanged is allowed, its problems counted",
+    ),
+    pytest.param(
+        update(many_problems_spec(2), valid_spec(), deleting=True),
+        {"verdict": "allowed", "why": "terminating", "problems": "2"},
+        id="an UPDATE of a terminating object is allowed, its problems counted",
+    ),
+    pytest.param(
+        review("DELETE", None, feedbackstore(valid_spec())),
+        {"verdict": "allowed", "why": "not_judged_operation", "delete": UNKNOWN},
+        id="a DELETE is allowed and says what was decided about deleting",
+    ),
+    pytest.param(
+        review("CONNECT", None, None, name="support-feedback"),
+        {"verdict": "allowed", "why": "not_judged_operation"},
+        id="a CONNECT is allowed unjudged, without a delete decision",
+    ),
+    pytest.param(
+        review("DELETE", None, feedbackstore(valid_spec()), sub_resource="status"),
+        {"verdict": "allowed", "why": "subresource"},
+        id="a subresource request is allowed unjudged, even a DELETE",
+    ),
+    pytest.param(
+        review(
+            "UPDATE",
+            feedbackstore(duplicate_spec()),
+            feedbackstore(valid_spec()),
+            sub_resource="status",
+        ),
+        {"verdict": "allowed", "why": "subresource"},
+        id="a status UPDATE is allowed unjudged",
+    ),
+    pytest.param(
+        review("CREATE", {"kind": "ConfigMap"}, group="", resource="configmaps", kind="ConfigMap"),
+        {"verdict": "allowed", "why": "foreign_resource"},
+        id="a foreign resource is allowed unjudged",
+    ),
+    pytest.param(
+        review("PATCH", feedbackstore(valid_spec())),
+        {"verdict": "allowed", "why": "unknown_operation"},
+        id="an operation kube-apiserver does not send is allowed unjudged",
+    ),
+]
 
 
 @pytest.mark.parametrize(("sent", "expected"), CASES)
@@ -121,8 +150,16 @@ def test_kube_apiserver_records_every_key_under_the_webhooks_name(
 
 def test_the_emulated_key_check_drops_what_kube_apiserver_drops() -> None:
     """The emulation is not a pass-through: keys kube-apiserver refuses are dropped."""
-    response = {"auditAnnotations": {
-        "ok": "1", "a/b": "2", "-dash": "3", "x" * 64: "4", "": "5", "x" * 63: "6"}}  # fmt: skip
+    response = {
+        "auditAnnotations": {
+            "ok": "1",
+            "a/b": "2",
+            "-dash": "3",
+            "x" * 64: "4",
+            "": "5",
+            "x" * 63: "6",
+        }
+    }
     assert recorded_audit_annotations(SHIPPED_NAME, response) == {
         f"{SHIPPED_NAME}/ok": "1",
         f"{SHIPPED_NAME}/{'x' * 63}": "6",

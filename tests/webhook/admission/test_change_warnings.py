@@ -1,6 +1,6 @@
-"""Change-impact warnings on UPDATE (issue 17) over the admission handler: decoded, decided and
-answered as kube-apiserver sees it. Warn, never deny; nothing when spec is unchanged or the
-object is terminating."""
+"""Change-impact warnings on UPDATE (what the change does to the agents and dashboards that read the
+store) over the admission handler: decoded, decided and answered as kube-apiserver sees it. Warn,
+never deny; nothing when spec is unchanged or the object is terminating."""
 
 from __future__ import annotations
 

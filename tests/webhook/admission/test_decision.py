@@ -1,4 +1,4 @@
-"""SPEC §3's operation rules, table-driven: which requests the verdict decides, which pass anyway,
+"""The operation rules, table-driven: which requests the verdict decides, which pass anyway,
 and what the user is told. Every answer is also checked the way kube-apiserver checks it."""
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ def no_source_spec() -> dict[str, Any]:
     return {"mode": "Enforce"}
 
 
+# One case per two lines, the table of operation rules it is (the formatter would spread
+# each over six).
 RULES = [
     pytest.param(create(valid_spec()), True, Why.VALID,
                  id="CREATE of a valid store is allowed"),
@@ -129,16 +131,20 @@ def test_the_denial_is_the_same_whatever_the_review_version_or_dry_run() -> None
 @pytest.mark.parametrize(
     ("sent", "headline"),
     [
-        pytest.param(update(duplicate_spec(), duplicate_spec()),
-                     "allowed because spec is unchanged, but spec is invalid "
-                     "(1 problem); fix it before changing it",
-                     id="an unchanged invalid spec is named in a warning"),
-        pytest.param(update(duplicate_spec(), valid_spec(), deleting=True),
-                     "allowed because the object is being deleted, but spec is invalid "
-                     "(1 problem); fix it before changing it",
-                     id="an object being deleted with an invalid spec is warned about"),
+        pytest.param(
+            update(duplicate_spec(), duplicate_spec()),
+            "allowed because spec is unchanged, but spec is invalid "
+            "(1 problem); fix it before changing it",
+            id="an unchanged invalid spec is named in a warning",
+        ),
+        pytest.param(
+            update(duplicate_spec(), valid_spec(), deleting=True),
+            "allowed because the object is being deleted, but spec is invalid "
+            "(1 problem); fix it before changing it",
+            id="an object being deleted with an invalid spec is warned about",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_invalid_spec_let_through_is_warned_about_with_its_problems(
     sent: dict[str, Any], headline: str
 ) -> None:

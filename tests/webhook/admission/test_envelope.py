@@ -41,8 +41,10 @@ def test_the_upstream_round_trip_fixture_parses_with_every_field(api_version: st
     assert review.api_version == api_version
     assert request.uid == "uidValue"
     assert (request.kind["group"], request.kind["version"], request.kind["kind"]) == (
-        "groupValue", "versionValue", "kindValue",
-    )  # fmt: skip
+        "groupValue",
+        "versionValue",
+        "kindValue",
+    )
     assert request.resource["resource"] == "resourceValue"
     assert request.sub_resource == "subResourceValue"
     assert request.request_kind is not None
@@ -106,57 +108,141 @@ HOSTILE = [
     pytest.param(b"", BadReviewReason.NOT_JSON, "not JSON", id="an empty body is not JSON"),
     pytest.param(b"{nope", BadReviewReason.NOT_JSON, "not JSON", id="broken JSON is not JSON"),
     pytest.param(b"\xff\xfe{}", BadReviewReason.NOT_JSON, "not JSON", id="bad UTF-8 is not JSON"),
-    pytest.param(b'{"a":1} {"b":2}', BadReviewReason.NOT_JSON, "not JSON",
-                 id="two documents are not one JSON value"),
-    pytest.param(b"[" * 300_000 + b"]" * 300_000, BadReviewReason.TOO_MANY_VALUES,
-                 "more than 262144 JSON values",
-                 id="three hundred thousand nested arrays are too many, counted before decoding"),
-    pytest.param(b'{"a":' * 60_000 + b"1" + b"}" * 60_000, BadReviewReason.TOO_DEEP,
-                 "nested too deeply", id="sixty thousand nested objects are too deep"),
-    pytest.param(b'{"a":[' + b"{}," * 131_072 + b"{}]}", BadReviewReason.TOO_MANY_VALUES,
-                 "more than 262144 JSON values",
-                 id="131,073 empty objects are refused before they are decoded"),
-    pytest.param(b"[" + b'"ab",' * 262_144 + b'"ab"]', BadReviewReason.TOO_MANY_VALUES,
-                 "more than 262144 JSON values",
-                 id="262,145 short strings are refused before they are decoded"),
+    pytest.param(
+        b'{"a":1} {"b":2}',
+        BadReviewReason.NOT_JSON,
+        "not JSON",
+        id="two documents are not one JSON value",
+    ),
+    pytest.param(
+        b"[" * 300_000 + b"]" * 300_000,
+        BadReviewReason.TOO_MANY_VALUES,
+        "more than 262144 JSON values",
+        id="three hundred thousand nested arrays are too many, counted before decoding",
+    ),
+    pytest.param(
+        b'{"a":' * 60_000 + b"1" + b"}" * 60_000,
+        BadReviewReason.TOO_DEEP,
+        "nested too deeply",
+        id="sixty thousand nested objects are too deep",
+    ),
+    pytest.param(
+        b'{"a":[' + b"{}," * 131_072 + b"{}]}",
+        BadReviewReason.TOO_MANY_VALUES,
+        "more than 262144 JSON values",
+        id="131,073 empty objects are refused before they are decoded",
+    ),
+    pytest.param(
+        b"[" + b'"ab",' * 262_144 + b'"ab"]',
+        BadReviewReason.TOO_MANY_VALUES,
+        "more than 262144 JSON values",
+        id="262,145 short strings are refused before they are decoded",
+    ),
     pytest.param(b"[]", BadReviewReason.NOT_OBJECT, "got array", id="an array is not an object"),
-    pytest.param(b'"AdmissionReview"', BadReviewReason.NOT_OBJECT, "got \"AdmissionReview\"",
-                 id="a string is not an object"),
+    pytest.param(
+        b'"AdmissionReview"',
+        BadReviewReason.NOT_OBJECT,
+        'got "AdmissionReview"',
+        id="a string is not an object",
+    ),
     pytest.param(b"null", BadReviewReason.NOT_OBJECT, "got null", id="null is not an object"),
-    pytest.param(b"{}", BadReviewReason.NOT_ADMISSION_REVIEW, "got kind (none)",
-                 id="an empty object is not an AdmissionReview"),
-    pytest.param(_with(("kind",), "Pod"), BadReviewReason.NOT_ADMISSION_REVIEW, 'kind "Pod"',
-                 id="another kind is not an AdmissionReview"),
-    pytest.param(_with(("apiVersion",), "admission.k8s.io/v2"),
-                 BadReviewReason.NOT_ADMISSION_REVIEW, '"admission.k8s.io/v2"',
-                 id="an unknown apiVersion is refused"),
-    pytest.param(_with(("apiVersion",), 1), BadReviewReason.NOT_ADMISSION_REVIEW,
-                 "apiVersion 1", id="a numeric apiVersion is refused"),
-    pytest.param(_without("request"), BadReviewReason.NO_REQUEST, "no request",
-                 id="a review without request is refused"),
-    pytest.param(_with(("request",), None), BadReviewReason.NO_REQUEST, "no request",
-                 id="a null request is refused"),
-    pytest.param(_with(("request",), [1, 2]), BadReviewReason.WRONG_TYPE,
-                 "request: must be an object", id="a request that is a list is refused"),
-    pytest.param(_without("request", "uid"), BadReviewReason.NO_UID, "no uid",
-                 id="a request without uid is refused"),
-    pytest.param(_with(("request", "uid"), ""), BadReviewReason.NO_UID, "no uid",
-                 id="an empty uid is refused"),
-    pytest.param(_with(("request", "uid"), 12345), BadReviewReason.WRONG_TYPE,
-                 "request.uid: Input should be a valid string", id="a numeric uid is refused"),
-    pytest.param(_with(("request", "operation"), ["CREATE"]), BadReviewReason.WRONG_TYPE,
-                 "request.operation", id="an operation that is a list is refused"),
-    pytest.param(_with(("request", "resource"), "feedbackstores"), BadReviewReason.WRONG_TYPE,
-                 "request.resource", id="a resource that is a string is refused"),
-    pytest.param(_with(("request", "userInfo", "groups"), "admins"), BadReviewReason.WRONG_TYPE,
-                 "request.userInfo.groups", id="groups that are a string are refused"),
-    pytest.param(_with(("request", "userInfo", "extra"), {"k": [1]}), BadReviewReason.WRONG_TYPE,
-                 "request.userInfo.extra.k[0]", id="extra values that are numbers are refused"),
-    pytest.param(_with(("request", "dryRun"), "yes"), BadReviewReason.WRONG_TYPE,
-                 "request.dryRun", id="a dryRun that is a string is refused"),
-    pytest.param(_with(("response",), {"allowed": "maybe"}), BadReviewReason.WRONG_TYPE,
-                 "response", id="a malformed response inside the request is refused"),
-]  # fmt: skip
+    pytest.param(
+        b"{}",
+        BadReviewReason.NOT_ADMISSION_REVIEW,
+        "got kind (none)",
+        id="an empty object is not an AdmissionReview",
+    ),
+    pytest.param(
+        _with(("kind",), "Pod"),
+        BadReviewReason.NOT_ADMISSION_REVIEW,
+        'kind "Pod"',
+        id="another kind is not an AdmissionReview",
+    ),
+    pytest.param(
+        _with(("apiVersion",), "admission.k8s.io/v2"),
+        BadReviewReason.NOT_ADMISSION_REVIEW,
+        '"admission.k8s.io/v2"',
+        id="an unknown apiVersion is refused",
+    ),
+    pytest.param(
+        _with(("apiVersion",), 1),
+        BadReviewReason.NOT_ADMISSION_REVIEW,
+        "apiVersion 1",
+        id="a numeric apiVersion is refused",
+    ),
+    pytest.param(
+        _without("request"),
+        BadReviewReason.NO_REQUEST,
+        "no request",
+        id="a review without request is refused",
+    ),
+    pytest.param(
+        _with(("request",), None),
+        BadReviewReason.NO_REQUEST,
+        "no request",
+        id="a null request is refused",
+    ),
+    pytest.param(
+        _with(("request",), [1, 2]),
+        BadReviewReason.WRONG_TYPE,
+        "request: must be an object",
+        id="a request that is a list is refused",
+    ),
+    pytest.param(
+        _without("request", "uid"),
+        BadReviewReason.NO_UID,
+        "no uid",
+        id="a request without uid is refused",
+    ),
+    pytest.param(
+        _with(("request", "uid"), ""),
+        BadReviewReason.NO_UID,
+        "no uid",
+        id="an empty uid is refused",
+    ),
+    pytest.param(
+        _with(("request", "uid"), 12345),
+        BadReviewReason.WRONG_TYPE,
+        "request.uid: Input should be a valid string",
+        id="a numeric uid is refused",
+    ),
+    pytest.param(
+        _with(("request", "operation"), ["CREATE"]),
+        BadReviewReason.WRONG_TYPE,
+        "request.operation",
+        id="an operation that is a list is refused",
+    ),
+    pytest.param(
+        _with(("request", "resource"), "feedbackstores"),
+        BadReviewReason.WRONG_TYPE,
+        "request.resource",
+        id="a resource that is a string is refused",
+    ),
+    pytest.param(
+        _with(("request", "userInfo", "groups"), "admins"),
+        BadReviewReason.WRONG_TYPE,
+        "request.userInfo.groups",
+        id="groups that are a string are refused",
+    ),
+    pytest.param(
+        _with(("request", "userInfo", "extra"), {"k": [1]}),
+        BadReviewReason.WRONG_TYPE,
+        "request.userInfo.extra.k[0]",
+        id="extra values that are numbers are refused",
+    ),
+    pytest.param(
+        _with(("request", "dryRun"), "yes"),
+        BadReviewReason.WRONG_TYPE,
+        "request.dryRun",
+        id="a dryRun that is a string is refused",
+    ),
+    pytest.param(
+        _with(("response",), {"allowed": "maybe"}),
+        BadReviewReason.WRONG_TYPE,
+        "response",
+        id="a malformed response inside the request is refused",
+    ),
+]
 
 
 @pytest.mark.parametrize(("body", "reason", "fragment"), HOSTILE)
@@ -199,30 +285,64 @@ def test_an_object_nested_just_under_the_json_limit_still_parses() -> None:
 
 # Every field of the envelope, and a few a newer API server might add.
 ENVELOPE_FIELDS: list[tuple[str, ...]] = [
-    ("apiVersion",), ("kind",), ("request",), ("response",), ("extra",),
-    *[("request", key) for key in (
-        "uid", "kind", "resource", "subResource", "requestKind", "requestResource",
-        "requestSubResource", "name", "namespace", "operation", "userInfo", "object",
-        "oldObject", "dryRun", "options", "future")],
-    *[("request", gvk, key) for gvk in ("kind", "requestKind")
-      for key in ("group", "version", "kind", "x")],
-    *[("request", gvr, key) for gvr in ("resource", "requestResource")
-      for key in ("group", "version", "resource", "x")],
+    ("apiVersion",),
+    ("kind",),
+    ("request",),
+    ("response",),
+    ("extra",),
+    *[
+        ("request", key)
+        for key in (
+            "uid",
+            "kind",
+            "resource",
+            "subResource",
+            "requestKind",
+            "requestResource",
+            "requestSubResource",
+            "name",
+            "namespace",
+            "operation",
+            "userInfo",
+            "object",
+            "oldObject",
+            "dryRun",
+            "options",
+            "future",
+        )
+    ],
+    *[
+        ("request", gvk, key)
+        for gvk in ("kind", "requestKind")
+        for key in ("group", "version", "kind", "x")
+    ],
+    *[
+        ("request", gvr, key)
+        for gvr in ("resource", "requestResource")
+        for key in ("group", "version", "resource", "x")
+    ],
     *[("request", "userInfo", key) for key in ("username", "uid", "groups", "extra", "x")],
     ("request", "userInfo", "extra", "scope"),
-]  # fmt: skip
+]
 REMOVED = object()
 _texts = st.text(max_size=3)
 # Values of every JSON type, weighted towards the types the fields may really have.
 envelope_values = st.one_of(
-    _texts, st.none(), st.booleans(), st.integers(-2, 2), st.floats(allow_nan=False),
-    st.lists(_texts, max_size=2), st.lists(st.integers(0, 2), min_size=1, max_size=2),
-    st.dictionaries(st.sampled_from(["group", "version", "kind", "resource", "x"]),
-                    st.one_of(_texts, st.none(), st.integers(0, 1)), max_size=3),
-    st.dictionaries(_texts, st.one_of(st.none(), st.lists(_texts, max_size=2), _texts),
-                    max_size=2),
+    _texts,
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.floats(allow_nan=False),
+    st.lists(_texts, max_size=2),
+    st.lists(st.integers(0, 2), min_size=1, max_size=2),
+    st.dictionaries(
+        st.sampled_from(["group", "version", "kind", "resource", "x"]),
+        st.one_of(_texts, st.none(), st.integers(0, 1)),
+        max_size=3,
+    ),
+    st.dictionaries(_texts, st.one_of(st.none(), st.lists(_texts, max_size=2), _texts), max_size=2),
     st.sampled_from([V1, V1BETA1, "AdmissionReview", "CREATE", REMOVED]),
-)  # fmt: skip
+)
 
 
 def _mutated(changes: list[tuple[tuple[str, ...], Any]]) -> Any:
@@ -298,42 +418,78 @@ def test_every_typed_field_of_the_upstream_fixture_refuses_a_wrong_type_by_its_n
 
 # One body for each 400 the decoder gives, with the whole message it answers.
 MESSAGES = [
-    pytest.param(b"{nope", BadReviewReason.NOT_JSON,
-                 "request body is not JSON: unexpected character, expected a string key: "
-                 "line 1 column 2 (char 1)",
-                 id="not JSON"),
-    pytest.param(b"[" * 2000 + b"]" * 2000, BadReviewReason.TOO_DEEP,
-                 "request body is nested too deeply: depth limit exceeded: "
-                 "line 1 column 1026 (char 1025)", id="too deep"),
-    pytest.param(b"[1]", BadReviewReason.NOT_OBJECT,
-                 "request body must be a JSON object (an AdmissionReview), got array",
-                 id="not an object"),
-    pytest.param(_with(("kind",), "Pod"), BadReviewReason.NOT_ADMISSION_REVIEW,
-                 'expected kind "AdmissionReview" with apiVersion "admission.k8s.io/v1" or '
-                 '"admission.k8s.io/v1beta1", got kind "Pod" and apiVersion '
-                 '"admission.k8s.io/v1"', id="not an AdmissionReview"),
-    pytest.param(_without("request"), BadReviewReason.NO_REQUEST,
-                 "AdmissionReview has no request", id="no request"),
-    pytest.param(_with(("request",), "r"), BadReviewReason.WRONG_TYPE,
-                 'request: must be an object, got "r"', id="a request that is not an object"),
-    pytest.param(_with(("request", "uid"), ""), BadReviewReason.NO_UID,
-                 "AdmissionReview request has no uid", id="no uid"),
-    pytest.param(_with(("request", "uid"), 7), BadReviewReason.WRONG_TYPE,
-                 "invalid AdmissionReview: request.uid: Input should be a valid string",
-                 id="a uid that is a number"),
-    pytest.param(_with(("request", "userInfo", "groups"), [1, "a", 2, 3, 4]),
-                 BadReviewReason.WRONG_TYPE,
-                 "invalid AdmissionReview: request.userInfo.groups[0]: Input should be a valid "
-                 "string; request.userInfo.groups[2]: Input should be a valid string; "
-                 "request.userInfo.groups[3]: Input should be a valid string; and 1 more",
-                 id="several wrong types"),
-    pytest.param(_with(("request", "dryRun"), "yes"), BadReviewReason.WRONG_TYPE,
-                 "invalid AdmissionReview: request.dryRun: Input should be a valid boolean",
-                 id="a dryRun that is a string"),
-    pytest.param(_with(("response",), {"uid": "u"}), BadReviewReason.WRONG_TYPE,
-                 "invalid AdmissionReview: response.allowed: Field required",
-                 id="a response without allowed"),
-]  # fmt: skip
+    pytest.param(
+        b"{nope",
+        BadReviewReason.NOT_JSON,
+        "request body is not JSON: unexpected character, expected a string key: "
+        "line 1 column 2 (char 1)",
+        id="not JSON",
+    ),
+    pytest.param(
+        b"[" * 2000 + b"]" * 2000,
+        BadReviewReason.TOO_DEEP,
+        "request body is nested too deeply: depth limit exceeded: line 1 column 1026 (char 1025)",
+        id="too deep",
+    ),
+    pytest.param(
+        b"[1]",
+        BadReviewReason.NOT_OBJECT,
+        "request body must be a JSON object (an AdmissionReview), got array",
+        id="not an object",
+    ),
+    pytest.param(
+        _with(("kind",), "Pod"),
+        BadReviewReason.NOT_ADMISSION_REVIEW,
+        'expected kind "AdmissionReview" with apiVersion "admission.k8s.io/v1" or '
+        '"admission.k8s.io/v1beta1", got kind "Pod" and apiVersion '
+        '"admission.k8s.io/v1"',
+        id="not an AdmissionReview",
+    ),
+    pytest.param(
+        _without("request"),
+        BadReviewReason.NO_REQUEST,
+        "AdmissionReview has no request",
+        id="no request",
+    ),
+    pytest.param(
+        _with(("request",), "r"),
+        BadReviewReason.WRONG_TYPE,
+        'request: must be an object, got "r"',
+        id="a request that is not an object",
+    ),
+    pytest.param(
+        _with(("request", "uid"), ""),
+        BadReviewReason.NO_UID,
+        "AdmissionReview request has no uid",
+        id="no uid",
+    ),
+    pytest.param(
+        _with(("request", "uid"), 7),
+        BadReviewReason.WRONG_TYPE,
+        "invalid AdmissionReview: request.uid: Input should be a valid string",
+        id="a uid that is a number",
+    ),
+    pytest.param(
+        _with(("request", "userInfo", "groups"), [1, "a", 2, 3, 4]),
+        BadReviewReason.WRONG_TYPE,
+        "invalid AdmissionReview: request.userInfo.groups[0]: Input should be a valid "
+        "string; request.userInfo.groups[2]: Input should be a valid string; "
+        "request.userInfo.groups[3]: Input should be a valid string; and 1 more",
+        id="several wrong types",
+    ),
+    pytest.param(
+        _with(("request", "dryRun"), "yes"),
+        BadReviewReason.WRONG_TYPE,
+        "invalid AdmissionReview: request.dryRun: Input should be a valid boolean",
+        id="a dryRun that is a string",
+    ),
+    pytest.param(
+        _with(("response",), {"uid": "u"}),
+        BadReviewReason.WRONG_TYPE,
+        "invalid AdmissionReview: response.allowed: Field required",
+        id="a response without allowed",
+    ),
+]
 
 
 @pytest.mark.parametrize(("body", "reason", "message"), MESSAGES)

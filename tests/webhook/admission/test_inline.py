@@ -1,7 +1,7 @@
-"""The webhook on the inline form (SPEC §8, issue 28): an AgentDeployment's `spec.feedback` is
-judged as a FeedbackStore's spec is, in both served versions; an agent without it, or a change
-that leaves it alone, is not the webhook's business. Every answer is checked as kube-apiserver
-checks it, and denials read as kubectl prints them."""
+"""The webhook on the inline form (a FeedbackStore's spec declared in place): an AgentDeployment's
+`spec.feedback` is judged as a FeedbackStore's spec is, in both served versions; an agent without
+it, or a change that leaves it alone, is not the webhook's business. Every answer is checked as
+kube-apiserver checks it, and denials read as kubectl prints them."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ def renamed_spec() -> dict[str, Any]:
     return spec
 
 
+# One case per two lines, the table of operation rules it is (the formatter would spread
+# each over six).
 RULES = [
     pytest.param(agent_review("CREATE", agentdeployment(valid_spec())), True, Why.VALID,
                  id="CREATE of an agent with a valid spec.feedback is allowed"),

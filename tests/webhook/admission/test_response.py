@@ -80,16 +80,23 @@ def test_several_problems_are_bracketed_in_the_message_and_one_line_each_for_kub
 @pytest.mark.parametrize(
     ("request_name", "metadata", "shown"),
     [
-        pytest.param("support-feedback", {}, "support-feedback",
-                     id="the request's name is used"),
-        pytest.param("", {"name": "from-object"}, "from-object",
-                     id="without a request name the object's name is used"),
-        pytest.param("", {"name": None, "generateName": "support-"}, "",
-                     id="a generateName-only CREATE is named empty, as kube-apiserver does"),
+        pytest.param("support-feedback", {}, "support-feedback", id="the request's name is used"),
+        pytest.param(
+            "",
+            {"name": "from-object"},
+            "from-object",
+            id="without a request name the object's name is used",
+        ),
+        pytest.param(
+            "",
+            {"name": None, "generateName": "support-"},
+            "",
+            id="a generateName-only CREATE is named empty, as kube-apiserver does",
+        ),
         pytest.param("", {"name": 42}, "", id="a name of the wrong type is not shown"),
         pytest.param('we"ird\\name', {}, 'we"ird\\name', id="an odd name is quoted like Go's %q"),
     ],
-)  # fmt: skip
+)
 def test_the_denied_objects_name(request_name: str, metadata: dict[str, Any], shown: str) -> None:
     obj = feedbackstore(duplicate_spec(), **metadata)
     response = respond(review("CREATE", obj, name=request_name))
@@ -127,10 +134,12 @@ def test_a_huge_invalid_object_gets_a_bounded_answer(scores: int) -> None:
 def test_warnings_of_a_maximal_store_stay_under_kube_apiservers_limits() -> None:
     scores = [{"name": f" score-{i} ", "dataType": "CATEGORICAL"} for i in range(64)]
     channels = [
-        {"name": f"channel-{i}", "score": {"name": f"ext-{i}", "dataType": "BOOLEAN",
-                                           "categories": ["a"]}}
+        {
+            "name": f"channel-{i}",
+            "score": {"name": f"ext-{i}", "dataType": "BOOLEAN", "categories": ["a"]},
+        }
         for i in range(32)
-    ]  # fmt: skip
+    ]
     response = respond(
         create({"mode": "Monitor", "human": {"scores": scores}, "external": channels})
     )
@@ -147,11 +156,14 @@ def test_warnings_of_a_maximal_store_stay_under_kube_apiservers_limits() -> None
     [
         pytest.param(["short"], ("short",), id="a short warning is kept as is"),
         pytest.param(["x" * 121], ("x" * 117 + "...",), id="a long warning is cut to 120"),
-        pytest.param(["y" * 100] * 30, (*["y" * 100] * 20, "and 10 more warnings"),
-                     id="too many warnings end with a count of the rest"),
+        pytest.param(
+            ["y" * 100] * 30,
+            (*["y" * 100] * 20, "and 10 more warnings"),
+            id="too many warnings end with a count of the rest",
+        ),
         pytest.param([], (), id="no warnings stay none"),
     ],
-)  # fmt: skip
+)
 def test_warnings_are_bounded(texts: list[str], expected: tuple[str, ...]) -> None:
     assert bounded(texts) == expected
 

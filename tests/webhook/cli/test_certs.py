@@ -101,7 +101,7 @@ def test_the_cabundle_patch_holds_the_ca(tmp_path: pathlib.Path) -> None:
     assert names == [
         "validate.feedbackstores.agents.ctxmesh.ai",
         "warn-delete.feedbackstores.agents.ctxmesh.ai",  # in-use warnings on DELETE
-        "validate.agentdeployments.agents.ctxmesh.ai",  # the inline form (SPEC §8)
+        "validate.agentdeployments.agents.ctxmesh.ai",  # the inline form
     ]
     for webhook in patch["webhooks"]:
         ca = base64.b64decode(webhook["clientConfig"]["caBundle"])
@@ -220,8 +220,7 @@ def test_host_adds_ip_and_dns_sans_after_the_service_names(tmp_path: pathlib.Pat
 
 
 def test_a_host_given_twice_or_equal_to_a_service_name_is_one_san(tmp_path: pathlib.Path) -> None:
-    issue(tmp_path, "--host", "127.0.0.1", "--host", "127.0.0.1",
-          "--host", "feedbackstore-webhook")  # fmt: skip
+    issue(tmp_path, "--host", "127.0.0.1", "--host", "127.0.0.1", "--host", "feedbackstore-webhook")
     assert sans(tmp_path / "tls.crt") == (SERVICE_NAMES, ["127.0.0.1"])
 
 

@@ -1,6 +1,7 @@
-"""`validate` on the inline form (SPEC §8, issue 28): an AgentDeployment's `spec.feedback` is
-checked as a FeedbackStore is, through the installed console script, in every output format and
-with `--previous`; an AgentDeployment without it is skipped like any other kind."""
+"""`validate` on the inline form (a FeedbackStore's spec declared in place): an AgentDeployment's
+`spec.feedback` is checked as a FeedbackStore is, through the installed console script, in every
+output format and with `--previous`; an AgentDeployment without it is skipped like any other
+kind."""
 
 from __future__ import annotations
 
@@ -96,7 +97,10 @@ def test_in_json_a_result_names_its_kind(tmp_path: Path) -> None:
     assert [r["kind"] for r in body["results"]] == ["FeedbackStore", "AgentDeployment"]
     (problem,) = body["results"][1]["problems"]
     assert (problem["field"], problem["line"], problem["column"]) == (
-        "spec.feedback.human.scores[1].name", 28, 15)  # fmt: skip
+        "spec.feedback.human.scores[1].name",
+        28,
+        15,
+    )
 
 
 def test_github_junit_and_sarif_name_the_agent(tmp_path: Path) -> None:
@@ -115,7 +119,9 @@ def test_github_junit_and_sarif_name_the_agent(tmp_path: Path) -> None:
     (found,) = sarif["runs"][0]["results"]
     assert found["message"]["text"] == f"agents/support-agent: {DUPLICATE}"
     assert found["locations"][0]["physicalLocation"]["region"] == {
-        "startLine": 13, "startColumn": 15}  # fmt: skip
+        "startLine": 13,
+        "startColumn": 15,
+    }
 
 
 def test_previous_says_what_an_agents_feedback_change_does_at_the_new_value(

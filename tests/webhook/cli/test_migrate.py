@@ -109,18 +109,26 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
 def validate(*paths: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(SCRIPT), "validate", *map(str, paths)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
-def agent(name: str, ref: object = "support-feedback", namespace: str | None = "agents",
-          **spec: object) -> dict[str, Any]:  # fmt: skip
+def agent(
+    name: str, ref: object = "support-feedback", namespace: str | None = "agents", **spec: object
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name}
     if namespace is not None:
         metadata["namespace"] = namespace
     body_spec: dict[str, Any] = {"feedbackStoreRef": ref, **spec} if ref is not None else spec
-    return {"apiVersion": "agents.ctxmesh.ai/v1beta1", "kind": "AgentDeployment",
-            "metadata": metadata, "spec": body_spec}  # fmt: skip
+    return {
+        "apiVersion": "agents.ctxmesh.ai/v1beta1",
+        "kind": "AgentDeployment",
+        "metadata": metadata,
+        "spec": body_spec,
+    }
 
 
 def store(
@@ -186,12 +194,15 @@ def test_the_migrated_agents_pass_validate_as_agents_with_an_inline_declaration(
     (tmp_path / "out.yaml").write_text(printed.stdout)
     checked = validate(tmp_path / "out.yaml")
     assert (checked.returncode, checked.stdout) == (
-        0, "2 AgentDeployments checked, 0 invalid, 0 other documents skipped\n")  # fmt: skip
+        0,
+        "2 AgentDeployments checked, 0 invalid, 0 other documents skipped\n",
+    )
     assert run("--in-place", str(repo)).returncode == 0
     checked = validate(repo)
-    assert (checked.returncode, checked.stdout) == (0, (
-        "1 FeedbackStore and 2 AgentDeployments checked, 0 invalid, 1 other document skipped\n"
-    ))  # fmt: skip
+    assert (checked.returncode, checked.stdout) == (
+        0,
+        ("1 FeedbackStore and 2 AgentDeployments checked, 0 invalid, 1 other document skipped\n"),
+    )
 
 
 def test_stderr_says_what_was_migrated_shared_and_removable(tmp_path: Path) -> None:
@@ -216,12 +227,13 @@ def test_stderr_says_what_was_migrated_shared_and_removable(tmp_path: Path) -> N
 def test_a_store_still_referenced_by_an_agent_not_migrated_is_not_removable(
     tmp_path: Path,
 ) -> None:
-    path = write(tmp_path / "all.yaml", store(), agent("ok"),
-                 agent("both", feedback=STORE_SPEC))  # fmt: skip
+    path = write(tmp_path / "all.yaml", store(), agent("ok"), agent("both", feedback=STORE_SPEC))
     result = run(str(path))
     assert result.returncode == 1
-    assert "agents/both: spec.feedbackStoreRef: spec.feedback is already set beside it: keep " \
-        "one of the two by hand (not migrated)" in result.stderr  # fmt: skip
+    assert (
+        "agents/both: spec.feedbackStoreRef: spec.feedback is already set beside it: keep "
+        "one of the two by hand (not migrated)" in result.stderr
+    )
     assert "removable:" not in result.stderr
     assert [d["metadata"]["name"] for d in documents(result.stdout)] == ["ok"]
 
@@ -278,17 +290,25 @@ NAMESPACES = [
     pytest.param(None, None, (), True, id="neither names a namespace: both in kubectl's default"),
     pytest.param("default", None, (), True, id="an agent in default finds a store without one"),
     pytest.param(None, None, ("-n", "team"), True, id="-n places both objects without one"),
-    pytest.param("default", None, ("-n", "team"), False,
-                 id="-n team puts the store in team, away from an agent in default"),
+    pytest.param(
+        "default",
+        None,
+        ("-n", "team"),
+        False,
+        id="-n team puts the store in team, away from an agent in default",
+    ),
     pytest.param("agents", "other", (), False, id="a store of another namespace is not found"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("agent_ns", "store_ns", "flags", "found"), NAMESPACES)
 def test_the_store_is_looked_up_in_the_agents_namespace(
-    tmp_path: Path, agent_ns: str | None, store_ns: str | None, flags: tuple[str, ...],
+    tmp_path: Path,
+    agent_ns: str | None,
+    store_ns: str | None,
+    flags: tuple[str, ...],
     found: bool,
-) -> None:  # fmt: skip
+) -> None:
     path = write(tmp_path / "all.yaml", store(namespace=store_ns), agent("a", namespace=agent_ns))
     result = run(*flags, str(path))
     assert result.returncode == (0 if found else 1), result.stderr
@@ -296,14 +316,18 @@ def test_the_store_is_looked_up_in_the_agents_namespace(
 
 
 WRONG_REFS = [
-    pytest.param({"name": "support-feedback"}, 'Invalid value: "object": must be of type string',
-                 id="a mapping"),
-    pytest.param(["support-feedback"], 'Invalid value: "array": must be of type string',
-                 id="a list"),
+    pytest.param(
+        {"name": "support-feedback"},
+        'Invalid value: "object": must be of type string',
+        id="a mapping",
+    ),
+    pytest.param(
+        ["support-feedback"], 'Invalid value: "array": must be of type string', id="a list"
+    ),
     pytest.param(7, 'Invalid value: "integer": must be of type string', id="a number"),
     pytest.param(True, 'Invalid value: "boolean": must be of type string', id="a boolean"),
     pytest.param("", "empty: it names no FeedbackStore", id="an empty string"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("ref", "said"), WRONG_REFS)
@@ -328,22 +352,47 @@ def test_a_null_reference_is_no_reference(tmp_path: Path) -> None:
 
 
 # "billion laughs": nine levels of nine aliases each
-BOMB = ("a: &a [" + ",".join(['"lol"'] * 9) + "]\n" + "".join(
-    f"{c}: &{c} [{','.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
-)).encode()  # fmt: skip
+BOMB = (
+    "a: &a ["
+    + ",".join(['"lol"'] * 9)
+    + "]\n"
+    + "".join(
+        f"{c}: &{c} [{','.join([f'*{p}'] * 9)}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+).encode()
 HOSTILE = [
-    pytest.param("bad.yaml", b"kind: AgentDeployment\nspec: [1\n", "bad.yaml:3:1: cannot parse "
-                 "YAML: ", id="malformed YAML names the file and line"),
-    pytest.param("bomb.yaml", BOMB, "bomb.yaml:1: cannot parse YAML: document 1: excessive "
-                 "aliasing",
-        id="an alias bomb is refused as kubectl refuses it, without expanding it"),
-    pytest.param("loop.yaml", b"spec: &s {again: *s}\n", "an alias refers to a node that "
-                 "contains it", id="an alias inside its own anchor is refused"),
-    pytest.param("huge.yaml", b"#" * (64 * 2**20 + 1), "huge.yaml: larger than 64 MiB: split it",
-                 id="a file past 64 MiB is refused unread"),
-    pytest.param("deep.yaml", b"a: " + b"[" * 100_000 + b"]" * 100_000, "cannot parse YAML",
-                 id="absurd nesting is refused"),
-]  # fmt: skip
+    pytest.param(
+        "bad.yaml",
+        b"kind: AgentDeployment\nspec: [1\n",
+        "bad.yaml:3:1: cannot parse YAML: ",
+        id="malformed YAML names the file and line",
+    ),
+    pytest.param(
+        "bomb.yaml",
+        BOMB,
+        "bomb.yaml:1: cannot parse YAML: document 1: excessive aliasing",
+        id="an alias bomb is refused as kubectl refuses it, without expanding it",
+    ),
+    pytest.param(
+        "loop.yaml",
+        b"spec: &s {again: *s}\n",
+        "an alias refers to a node that contains it",
+        id="an alias inside its own anchor is refused",
+    ),
+    pytest.param(
+        "huge.yaml",
+        b"#" * (64 * 2**20 + 1),
+        "huge.yaml: larger than 64 MiB: split it",
+        id="a file past 64 MiB is refused unread",
+    ),
+    pytest.param(
+        "deep.yaml",
+        b"a: " + b"[" * 100_000 + b"]" * 100_000,
+        "cannot parse YAML",
+        id="absurd nesting is refused",
+    ),
+]
 
 
 @pytest.mark.parametrize(("name", "content", "said"), HOSTILE)
@@ -465,9 +514,11 @@ def test_every_store_spec_the_rules_accept_is_copied_exactly(tmp_path: Path) -> 
     specs = [
         {"mode": "Enforce", **human(score("thumbs", dataType="BOOLEAN"))},
         {"external": [channel("zendesk", "csat", dataType="NUMERIC")]},
-        {**human(score("mood", dataType="CATEGORICAL", categories=["a", "b: c", "#x", "'q'"])),
-         "external": [channel(" spaced ", "quoted \"name\"")]},
-    ]  # fmt: skip
+        {
+            **human(score("mood", dataType="CATEGORICAL", categories=["a", "b: c", "#x", "'q'"])),
+            "external": [channel(" spaced ", 'quoted "name"')],
+        },
+    ]
     stores = [store(f"s{i}", spec) for i, spec in enumerate(specs)]
     agents = [agent(f"a{i}", f"s{i}") for i in range(len(specs))]
     path = write(tmp_path / "all.yaml", *stores, *agents)

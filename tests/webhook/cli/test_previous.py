@@ -1,4 +1,5 @@
-"""`validate --previous PATH` (issue 17): the change-impact warnings before the cluster,
+"""`validate --previous PATH`: what a change does to the agents and dashboards that read a store,
+the change-impact warnings before the cluster,
 through the installed console script, on real files and stdin, with exact outputs and exit codes."""
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ def test_a_store_deleted_outright_is_a_warning_of_its_own(tmp_path: Path) -> Non
 
 def test_the_previous_manifests_may_come_from_stdin_and_a_directory(tmp_path: Path) -> None:
     old = write_yaml(tmp_path / "old" / "a.yaml", OLD)
-    result = run("-", "--previous", str(old.parent), stdin=old.read_bytes().replace(
-        b"tone", b"mood"))  # fmt: skip
+    result = run(
+        "-", "--previous", str(old.parent), stdin=old.read_bytes().replace(b"tone", b"mood")
+    )
     assert result.returncode == 0
     assert result.stdout.splitlines() == [
         '-:11:13: agents/support-feedback: spec.human.scores[1].name: warning: score "tone" '
@@ -117,18 +119,34 @@ def test_in_json_each_change_is_an_object_with_its_position(tmp_path: Path) -> N
     result = run(str(new), "--previous", str(old), "-o", "json")
     assert result.returncode == 0
     assert json.loads(result.stdout)["changes"] == [
-        {"source": str(new), "line": 10, "column": 17, "name": "agents/support-feedback",
-         "field": "spec.human.scores[0].dataType",
-         "message": 'score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no '
-                    "dataType; it reads as NUMERIC in Langfuse"},
-        {"source": str(new), "line": 9, "column": 5, "name": "agents/support-feedback",
-         "field": "spec.human.scores",
-         "message": 'score "tone" removed from human: the gateway rejects "tone" (422) from '
-                    "now on"},
-        {"source": str(old), "line": 17, "column": 1, "name": "agents/other", "field": "",
-         "message": "FeedbackStore deleted: the gateway cannot read it, so it answers 403 to "
-                    "the scores of the agents that reference it"},
-    ]  # fmt: skip
+        {
+            "source": str(new),
+            "line": 10,
+            "column": 17,
+            "name": "agents/support-feedback",
+            "field": "spec.human.scores[0].dataType",
+            "message": 'score "thumbs" dataType BOOLEAN -> NUMERIC: the gateway checks no '
+            "dataType; it reads as NUMERIC in Langfuse",
+        },
+        {
+            "source": str(new),
+            "line": 9,
+            "column": 5,
+            "name": "agents/support-feedback",
+            "field": "spec.human.scores",
+            "message": 'score "tone" removed from human: the gateway rejects "tone" (422) from '
+            "now on",
+        },
+        {
+            "source": str(old),
+            "line": 17,
+            "column": 1,
+            "name": "agents/other",
+            "field": "",
+            "message": "FeedbackStore deleted: the gateway cannot read it, so it answers 403 to "
+            "the scores of the agents that reference it",
+        },
+    ]
 
 
 def test_for_github_and_sarif_each_change_is_a_warning_annotation(tmp_path: Path) -> None:

@@ -75,12 +75,18 @@ NAME_LABEL = "kubernetes.io/metadata.name"
         ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {"a": "1"}, True),
         ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {}, False),
         ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, True),
-        ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]},
-         {"a": "1"}, False),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]},
+            {"a": "1"},
+            False,
+        ),
         ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"a": ""}, True),
         ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": ""}, False),
-        ({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}, {"a": "2"},
-         False),
+        (
+            {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+            {"a": "2"},
+            False,
+        ),
     ],
     ids=[
         "no selector selects everything",
@@ -95,7 +101,7 @@ NAME_LABEL = "kubernetes.io/metadata.name"
         "DoesNotExist with the key",
         "an unknown operator selects nothing",
     ],
-)  # fmt: skip
+)
 def test_label_selectors_as_kube_apiserver_reads_them(
     selector: Any, labels: dict[str, str], selected: bool
 ) -> None:
@@ -113,34 +119,58 @@ def crd(established: str = "True", served: bool = True, cel: bool = True) -> dic
         }
     return {
         "metadata": {"name": CRD_NAME},
-        "spec": {"versions": [{"name": "v1beta1", "served": served, "storage": True,
-                               "schema": schema}]},
-        "status": {"conditions": [
-            {"type": "NamesAccepted", "status": "False" if established != "True" else "True",
-             "message": '"fs" is already in use'},
-            {"type": "Established", "status": established},
-        ]},
-    }  # fmt: skip
+        "spec": {
+            "versions": [{"name": "v1beta1", "served": served, "storage": True, "schema": schema}]
+        },
+        "status": {
+            "conditions": [
+                {
+                    "type": "NamesAccepted",
+                    "status": "False" if established != "True" else "True",
+                    "message": '"fs" is already in use',
+                },
+                {"type": "Established", "status": established},
+            ]
+        },
+    }
 
 
 @pytest.mark.parametrize(
     ("found", "level", "detail"),
     [
-        (crd(), Level.OK, f"{CRD_NAME} Established; versions v1beta1 (served, storage); "
-                          "cross-field rules in CEL"),
-        (crd(cel=False), Level.OK,
-         f"{CRD_NAME} Established; versions v1beta1 (served, storage); "
-         "no CEL rules: the webhook alone enforces the cross-field rules"),
+        (
+            crd(),
+            Level.OK,
+            f"{CRD_NAME} Established; versions v1beta1 (served, storage); cross-field rules in CEL",
+        ),
+        (
+            crd(cel=False),
+            Level.OK,
+            f"{CRD_NAME} Established; versions v1beta1 (served, storage); "
+            "no CEL rules: the webhook alone enforces the cross-field rules",
+        ),
         (None, Level.FAIL, f"CRD {CRD_NAME} is not installed"),
-        (crd(established="False"), Level.FAIL,
-         f'CRD {CRD_NAME} is not Established: "fs" is already in use'),
-        (crd(served=False), Level.FAIL,
-         f"CRD {CRD_NAME} does not serve v1beta1 (versions: v1beta1)"),
+        (
+            crd(established="False"),
+            Level.FAIL,
+            f'CRD {CRD_NAME} is not Established: "fs" is already in use',
+        ),
+        (
+            crd(served=False),
+            Level.FAIL,
+            f"CRD {CRD_NAME} does not serve v1beta1 (versions: v1beta1)",
+        ),
         (FORBIDDEN, Level.FAIL, f"cannot read CRD {CRD_NAME}: {FORBIDDEN.reason}"),
     ],
-    ids=["established with CEL", "the platform's CRD without CEL", "missing",
-         "not Established, the names condition says why", "v1beta1 not served", "forbidden"],
-)  # fmt: skip
+    ids=[
+        "established with CEL",
+        "the platform's CRD without CEL",
+        "missing",
+        "not Established, the names condition says why",
+        "v1beta1 not served",
+        "forbidden",
+    ],
+)
 def test_the_crd_check(found: Any, level: Level, detail: str) -> None:
     result = check_crd(found)
     assert (result.level, result.detail) == (level, detail)
@@ -155,15 +185,32 @@ ENTRY: dict[str, Any] = {
     "sideEffects": "None",
     "failurePolicy": "Fail",
     "timeoutSeconds": 5,
-    "clientConfig": {"service": {"namespace": "feedbackstore-system",
-                                 "name": "feedbackstore-webhook", "path": "/validate",
-                                 "port": 443}},
-    "rules": [{"apiGroups": ["agents.ctxmesh.ai"], "apiVersions": ["v1beta1"],
-               "operations": ["CREATE", "UPDATE"], "resources": ["feedbackstores"]}],
-    "namespaceSelector": {"matchExpressions": [
-        {"key": NAME_LABEL, "operator": "NotIn", "values": ["kube-system", "feedbackstore-system"]}
-    ]},
-}  # fmt: skip
+    "clientConfig": {
+        "service": {
+            "namespace": "feedbackstore-system",
+            "name": "feedbackstore-webhook",
+            "path": "/validate",
+            "port": 443,
+        }
+    },
+    "rules": [
+        {
+            "apiGroups": ["agents.ctxmesh.ai"],
+            "apiVersions": ["v1beta1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["feedbackstores"],
+        }
+    ],
+    "namespaceSelector": {
+        "matchExpressions": [
+            {
+                "key": NAME_LABEL,
+                "operator": "NotIn",
+                "values": ["kube-system", "feedbackstore-system"],
+            }
+        ]
+    },
+}
 DELETE_ONLY: dict[str, Any] = {
     **ENTRY,
     "name": "in-use.feedbackstores.agents.ctxmesh.ai",
@@ -205,12 +252,14 @@ def test_the_shipped_registration_passes_every_field_check() -> None:
     [
         (None, "ValidatingWebhookConfiguration feedbackstore-webhook not found"),
         (FORBIDDEN, f"cannot read feedbackstore-webhook: {FORBIDDEN.reason}"),
-        (configuration(DELETE_ONLY),
-         "feedbackstore-webhook has no webhook for CREATE/UPDATE of "
-         "feedbackstores.agents.ctxmesh.ai"),
+        (
+            configuration(DELETE_ONLY),
+            "feedbackstore-webhook has no webhook for CREATE/UPDATE of "
+            "feedbackstores.agents.ctxmesh.ai",
+        ),
     ],
     ids=["missing", "forbidden", "only a DELETE entry"],
-)  # fmt: skip
+)
 def test_without_an_admission_entry_the_field_checks_are_skipped(found: Any, why: str) -> None:
     head, *rest = registration.check_registration(found, TARGET, {})
     assert (head.level, head.detail) == (Level.FAIL, why)
@@ -220,43 +269,97 @@ def test_without_an_admission_entry_the_field_checks_are_skipped(found: Any, why
 @pytest.mark.parametrize(
     ("changes", "check", "level", "detail"),
     [
-        ({"failurePolicy": "Ignore"}, "failurePolicy", Level.FAIL,
-         "Ignore: while the webhook is down, FeedbackStores are admitted without it, silently"),
+        (
+            {"failurePolicy": "Ignore"},
+            "failurePolicy",
+            Level.FAIL,
+            "Ignore: while the webhook is down, FeedbackStores are admitted without it, silently",
+        ),
         ({"sideEffects": "NoneOnDryRun"}, "sideEffects", Level.OK, "NoneOnDryRun"),
-        ({"sideEffects": "Some"}, "sideEffects", Level.FAIL,
-         "Some: kube-apiserver refuses dry-run requests (kubectl --dry-run=server, kubectl diff) "
-         "for the objects this webhook matches"),
-        ({"timeoutSeconds": 30}, "timeoutSeconds", Level.WARN,
-         "30 s: while the webhook hangs, every FeedbackStore write waits that long"),
-        ({"timeoutSeconds": 1}, "timeoutSeconds", Level.WARN,
-         "1 s: a TLS handshake to a busy pod may not fit; writes then fail"),
+        (
+            {"sideEffects": "Some"},
+            "sideEffects",
+            Level.FAIL,
+            "Some: kube-apiserver refuses dry-run requests "
+            "(kubectl --dry-run=server, kubectl diff) for the objects this webhook matches",
+        ),
+        (
+            {"timeoutSeconds": 30},
+            "timeoutSeconds",
+            Level.WARN,
+            "30 s: while the webhook hangs, every FeedbackStore write waits that long",
+        ),
+        (
+            {"timeoutSeconds": 1},
+            "timeoutSeconds",
+            Level.WARN,
+            "1 s: a TLS handshake to a busy pod may not fit; writes then fail",
+        ),
         ({"timeoutSeconds": None}, "timeoutSeconds", Level.OK, "10 s"),
-        ({"admissionReviewVersions": ["v1beta1"]}, "admissionReviewVersions", Level.WARN,
-         "v1beta1: v1beta1 only (deprecated); the webhook speaks v1"),
-        ({"admissionReviewVersions": ["v2"]}, "admissionReviewVersions", Level.FAIL,
-         "v2: the webhook speaks v1 and v1beta1 only"),
-        ({"namespaceSelector": {}}, "namespaceSelector", Level.FAIL,
-         "matches kube-system and feedbackstore-system: a broken webhook could block the "
-         "repairs there"),
-        ({"namespaceSelector": {"matchExpressions": [
-            {"key": NAME_LABEL, "operator": "NotIn", "values": ["kube-system"]}]}},
-         "namespaceSelector", Level.FAIL,
-         "matches feedbackstore-system: a broken webhook could block the repairs there"),
-        ({"namespaceSelector": {"matchLabels": {"team": "a"}}}, "namespaceSelector", Level.OK,
-         "leaves out kube-system and feedbackstore-system"),
-        ({"rules": [{**ENTRY["rules"][0],
-                     "resources": ["feedbackstores", "feedbackstores/status"]}]},
-         "webhook-configuration", Level.FAIL,
-         "feedbackstore-webhook: validate.feedbackstores.agents.ctxmesh.ai also matches "
-         "feedbackstores/status, so a webhook outage blocks the status writer"),
+        (
+            {"admissionReviewVersions": ["v1beta1"]},
+            "admissionReviewVersions",
+            Level.WARN,
+            "v1beta1: v1beta1 only (deprecated); the webhook speaks v1",
+        ),
+        (
+            {"admissionReviewVersions": ["v2"]},
+            "admissionReviewVersions",
+            Level.FAIL,
+            "v2: the webhook speaks v1 and v1beta1 only",
+        ),
+        (
+            {"namespaceSelector": {}},
+            "namespaceSelector",
+            Level.FAIL,
+            "matches kube-system and feedbackstore-system: a broken webhook could block the "
+            "repairs there",
+        ),
+        (
+            {
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {"key": NAME_LABEL, "operator": "NotIn", "values": ["kube-system"]}
+                    ]
+                }
+            },
+            "namespaceSelector",
+            Level.FAIL,
+            "matches feedbackstore-system: a broken webhook could block the repairs there",
+        ),
+        (
+            {"namespaceSelector": {"matchLabels": {"team": "a"}}},
+            "namespaceSelector",
+            Level.OK,
+            "leaves out kube-system and feedbackstore-system",
+        ),
+        (
+            {
+                "rules": [
+                    {**ENTRY["rules"][0], "resources": ["feedbackstores", "feedbackstores/status"]}
+                ]
+            },
+            "webhook-configuration",
+            Level.FAIL,
+            "feedbackstore-webhook: validate.feedbackstores.agents.ctxmesh.ai also matches "
+            "feedbackstores/status, so a webhook outage blocks the status writer",
+        ),
     ],
-    ids=["failurePolicy Ignore fails", "NoneOnDryRun is fine", "sideEffects Some fails",
-         "a long timeout warns", "a very short timeout warns", "no timeout means the 10 s default",
-         "v1beta1 only warns", "no version the webhook speaks fails",
-         "an empty selector matches the protected namespaces",
-         "a selector leaving out only kube-system", "a label selector the system namespaces lack",
-         "matching the status subresource blocks the writer"],
-)  # fmt: skip
+    ids=[
+        "failurePolicy Ignore fails",
+        "NoneOnDryRun is fine",
+        "sideEffects Some fails",
+        "a long timeout warns",
+        "a very short timeout warns",
+        "no timeout means the 10 s default",
+        "v1beta1 only warns",
+        "no version the webhook speaks fails",
+        "an empty selector matches the protected namespaces",
+        "a selector leaving out only kube-system",
+        "a label selector the system namespaces lack",
+        "matching the status subresource blocks the writer",
+    ],
+)
 def test_each_registration_field(
     changes: dict[str, Any], check: str, level: Level, detail: str
 ) -> None:
@@ -303,18 +406,26 @@ def test_two_admission_entries_are_each_named_and_the_worst_wins() -> None:
 @pytest.mark.parametrize(
     ("client", "host", "how"),
     [
-        ({"service": {"namespace": "ns", "name": "svc", "port": 8443}}, "svc.ns.svc",
-         "Service ns/svc:8443"),
+        (
+            {"service": {"namespace": "ns", "name": "svc", "port": 8443}},
+            "svc.ns.svc",
+            "Service ns/svc:8443",
+        ),
         ({"service": {"namespace": "ns", "name": "svc"}}, "svc.ns.svc", "Service ns/svc:443"),
-        ({"url": "https://127.0.0.1:9443/validate"}, "127.0.0.1",
-         "https://127.0.0.1:9443/validate"),
-        ({"url": "https://hooks.example.com/validate"}, "hooks.example.com",
-         "https://hooks.example.com/validate"),
+        (
+            {"url": "https://127.0.0.1:9443/validate"},
+            "127.0.0.1",
+            "https://127.0.0.1:9443/validate",
+        ),
+        (
+            {"url": "https://hooks.example.com/validate"},
+            "hooks.example.com",
+            "https://hooks.example.com/validate",
+        ),
         ({}, "", "no clientConfig"),
     ],
-    ids=["service with a port", "service on 443 by default", "url by IP", "url by name",
-         "neither"],
-)  # fmt: skip
+    ids=["service with a port", "service on 443 by default", "url by IP", "url by name", "neither"],
+)
 def test_the_host_kube_apiserver_dials(client: dict[str, Any], host: str, how: str) -> None:
     assert registration.client_endpoint({"clientConfig": client}) == (host, how)
 
@@ -322,8 +433,9 @@ def test_the_host_kube_apiserver_dials(client: dict[str, Any], host: str, how: s
 # -- certificates ------------------------------------------------------------------------
 
 
-def secret_of(bundle: Bundle, *, ca: bytes | None = None, cert: bytes | None = None) -> dict[
-        str, Any]:  # fmt: skip
+def secret_of(
+    bundle: Bundle, *, ca: bytes | None = None, cert: bytes | None = None
+) -> dict[str, Any]:
     data = {"tls.crt": cert or bundle.cert, "tls.key": bundle.key, "ca.crt": ca or bundle.ca_cert}
     return {"data": {k: base64.b64encode(v).decode() for k, v in data.items()}}
 
@@ -340,8 +452,9 @@ def service_bundle() -> Bundle:
     return issue_bundle(("feedbackstore-webhook", SERVICE_HOST), now=NOW)
 
 
-def serving_checks(secret: Any, bundle_pem: bytes | None, host: str = SERVICE_HOST,
-                   now: dt.datetime = NOW) -> dict[str, CheckResult]:  # fmt: skip
+def serving_checks(
+    secret: Any, bundle_pem: bytes | None, host: str = SERVICE_HOST, now: dt.datetime = NOW
+) -> dict[str, CheckResult]:
     trusted = certificates.ca_bundle(entry_trusting(bundle_pem))
     return by_name(certificates.check_serving(secret, "ns/tls", trusted, host, now))
 
@@ -349,8 +462,10 @@ def serving_checks(secret: Any, bundle_pem: bytes | None, host: str = SERVICE_HO
 def test_a_matching_pair_passes_all_three(service_bundle: Bundle) -> None:
     found = serving_checks(secret_of(service_bundle), service_bundle.ca_cert)
     assert {name: r.level for name, r in found.items()} == {
-        "ca-bundle": Level.OK, "certificate-names": Level.OK, "certificate-expiry": Level.OK
-    }  # fmt: skip
+        "ca-bundle": Level.OK,
+        "certificate-names": Level.OK,
+        "certificate-expiry": Level.OK,
+    }
     assert found["ca-bundle"].detail == (
         'caBundle CA "feedbackstore-webhook CA" verifies "feedbackstore-webhook"'
     )
@@ -388,11 +503,13 @@ def test_no_ca_bundle_warns_and_garbage_fails(service_bundle: Bundle) -> None:
     [
         (None, "Secret ns/tls not found"),
         (FORBIDDEN, f"cannot read Secret ns/tls: {FORBIDDEN.reason}"),
-        ({"data": {"tls.crt": base64.b64encode(b"junk").decode()}},
-         "Secret ns/tls has no PEM certificate under tls.crt"),
+        (
+            {"data": {"tls.crt": base64.b64encode(b"junk").decode()}},
+            "Secret ns/tls has no PEM certificate under tls.crt",
+        ),
     ],
     ids=["missing", "forbidden", "no certificate in it"],
-)  # fmt: skip
+)
 def test_without_a_serving_certificate_only_the_trust_check_fails(
     service_bundle: Bundle, secret: Any, why: str
 ) -> None:
@@ -402,8 +519,9 @@ def test_without_a_serving_certificate_only_the_trust_check_fails(
     assert found["certificate-expiry"].level is Level.SKIP
 
 
-def leaf_for(names: list[x509.GeneralName] | None, common_name: str = "webhook") -> (
-        x509.Certificate):  # fmt: skip
+def leaf_for(
+    names: list[x509.GeneralName] | None, common_name: str = "webhook"
+) -> x509.Certificate:
     key = ec.generate_private_key(ec.SECP256R1())
     builder = (
         x509.CertificateBuilder()
@@ -425,32 +543,68 @@ def ip(text: str) -> x509.GeneralName:
     return x509.IPAddress(ipaddress.ip_address(text))
 
 
+# Go's crypto/x509 HostnameError for an IP host and a certificate without IP SANs.
+NO_IP_SANS = (
+    "x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs"
+)
+
+
 @pytest.mark.parametrize(
     ("names", "host", "go_error"),
     [
         ([x509.DNSName(SERVICE_HOST)], SERVICE_HOST, None),
         ([x509.DNSName("*.feedbackstore-system.svc")], SERVICE_HOST, None),
-        ([x509.DNSName("*.svc")], SERVICE_HOST,
-         f"x509: certificate is valid for *.svc, not {SERVICE_HOST}"),
-        ([x509.DNSName("feedbackstore-webhook.other.svc"), x509.DNSName("b")], SERVICE_HOST,
-         f"x509: certificate is valid for feedbackstore-webhook.other.svc, b, not {SERVICE_HOST}"),
+        (
+            [x509.DNSName("*.svc")],
+            SERVICE_HOST,
+            f"x509: certificate is valid for *.svc, not {SERVICE_HOST}",
+        ),
+        (
+            [x509.DNSName("feedbackstore-webhook.other.svc"), x509.DNSName("b")],
+            SERVICE_HOST,
+            "x509: certificate is valid for feedbackstore-webhook.other.svc, b, "
+            f"not {SERVICE_HOST}",
+        ),
         ([ip("127.0.0.1")], "127.0.0.1", None),
-        ([x509.DNSName("localhost")], "127.0.0.1",
-         "x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs"),
-        ([x509.DNSName("127.0.0.1")], "127.0.0.1",
-         "x509: cannot validate certificate for 127.0.0.1 because it doesn't contain any IP SANs"),
-        ([ip("10.0.0.1"), ip("10.0.0.2")], "127.0.0.1",
-         "x509: certificate is valid for 10.0.0.1, 10.0.0.2, not 127.0.0.1"),
-        ([ip("10.0.0.1")], SERVICE_HOST,
-         f"x509: certificate is not valid for any names, but wanted to match {SERVICE_HOST}"),
-        (None, SERVICE_HOST,
-         f"x509: certificate is not valid for any names, but wanted to match {SERVICE_HOST}"),
+        (
+            [x509.DNSName("localhost")],
+            "127.0.0.1",
+            NO_IP_SANS,
+        ),
+        (
+            [x509.DNSName("127.0.0.1")],
+            "127.0.0.1",
+            NO_IP_SANS,
+        ),
+        (
+            [ip("10.0.0.1"), ip("10.0.0.2")],
+            "127.0.0.1",
+            "x509: certificate is valid for 10.0.0.1, 10.0.0.2, not 127.0.0.1",
+        ),
+        (
+            [ip("10.0.0.1")],
+            SERVICE_HOST,
+            f"x509: certificate is not valid for any names, but wanted to match {SERVICE_HOST}",
+        ),
+        (
+            None,
+            SERVICE_HOST,
+            f"x509: certificate is not valid for any names, but wanted to match {SERVICE_HOST}",
+        ),
     ],
-    ids=["exact DNS name", "wildcard for one label", "wildcard for two labels does not match",
-         "other DNS names", "IP SAN", "DNS-only certificate for an IP host",
-         "an IP written as a DNS name is not an IP SAN", "other IP SANs",
-         "IP-only certificate for a DNS host", "no SANs at all"],
-)  # fmt: skip
+    ids=[
+        "exact DNS name",
+        "wildcard for one label",
+        "wildcard for two labels does not match",
+        "other DNS names",
+        "IP SAN",
+        "DNS-only certificate for an IP host",
+        "an IP written as a DNS name is not an IP SAN",
+        "other IP SANs",
+        "IP-only certificate for a DNS host",
+        "no SANs at all",
+    ],
+)
 def test_host_names_matched_as_go_matches_them(
     names: list[x509.GeneralName] | None, host: str, go_error: str | None
 ) -> None:
@@ -461,8 +615,9 @@ def test_host_names_matched_as_go_matches_them(
         assert result.level is Level.OK
     else:
         assert (result.level, result.detail) == (
-            Level.FAIL, f"not valid for {host}; kube-apiserver answers '{go_error}'"
-        )  # fmt: skip
+            Level.FAIL,
+            f"not valid for {host}; kube-apiserver answers '{go_error}'",
+        )
 
 
 def test_a_common_name_alone_gets_go_s_legacy_message() -> None:
@@ -478,13 +633,17 @@ def test_a_common_name_alone_gets_go_s_legacy_message() -> None:
         (0, 365, Level.OK, "serving certificate expires on 2027-06-01 11:55 UTC, in 364 days"),
         (0, 30, Level.WARN, "serving certificate expires on 2026-07-01 11:55 UTC, in 29 days"),
         (0, 10, Level.WARN, "serving certificate expires on 2026-06-11 11:55 UTC, in 9 days"),
-        (40, 30, Level.FAIL,
-         "serving certificate expired on 2026-05-22 11:55 UTC: kube-apiserver answers "
-         "'x509: certificate has expired or is not yet valid'"),
+        (
+            40,
+            30,
+            Level.FAIL,
+            "serving certificate expired on 2026-05-22 11:55 UTC: kube-apiserver answers "
+            "'x509: certificate has expired or is not yet valid'",
+        ),
         (-2, 30, Level.FAIL, '"webhook" is not valid before 2026-06-03 11:55 UTC (clock skew?)'),
     ],
     ids=["a year left", "29 days left warns", "10 days left warns", "expired", "not yet valid"],
-)  # fmt: skip
+)
 def test_days_to_expiry(issued_days_ago: int, days: int, level: Level, text: str) -> None:
     bundle = issue_bundle(("webhook",), days=days, now=NOW - dt.timedelta(days=issued_days_ago))
     chain = certificates.decode_pem_list(bundle.cert)
@@ -508,8 +667,9 @@ def test_a_ca_that_ends_before_the_leaf_is_the_one_named() -> None:
     )
     result = certificates.check_expiry([outliving], [authority.cert], NOW)
     assert (result.level, result.detail) == (
-        Level.WARN, 'CA "feedbackstore-webhook CA" expires on 2026-06-21 11:55 UTC, in 19 days'
-    )  # fmt: skip
+        Level.WARN,
+        'CA "feedbackstore-webhook CA" expires on 2026-06-21 11:55 UTC, in 19 days',
+    )
 
 
 def intermediate_chain() -> tuple[Authority, x509.Certificate, Bundle]:
@@ -561,19 +721,37 @@ def endpoint_slice(*ready: bool | None) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("service", "slices", "level", "detail"),
     [
-        ({}, [endpoint_slice(True, None)], Level.OK,
-         "Service ns/svc: 2 ready (10.0.0.1, 10.0.0.2)"),
-        ({}, [endpoint_slice(False), endpoint_slice(False)], Level.FAIL,
-         "Service ns/svc has no ready endpoints (2 not ready: pods not Ready)"),
-        ({}, [], Level.FAIL,
-         "Service ns/svc has no ready endpoints (0 not ready: no pods selected)"),
+        (
+            {},
+            [endpoint_slice(True, None)],
+            Level.OK,
+            "Service ns/svc: 2 ready (10.0.0.1, 10.0.0.2)",
+        ),
+        (
+            {},
+            [endpoint_slice(False), endpoint_slice(False)],
+            Level.FAIL,
+            "Service ns/svc has no ready endpoints (2 not ready: pods not Ready)",
+        ),
+        (
+            {},
+            [],
+            Level.FAIL,
+            "Service ns/svc has no ready endpoints (0 not ready: no pods selected)",
+        ),
         (None, [], Level.FAIL, "Service ns/svc not found"),
         (FORBIDDEN, [], Level.FAIL, f"cannot read Service ns/svc: {FORBIDDEN.reason}"),
         ({}, FORBIDDEN, Level.FAIL, f"cannot list EndpointSlices: {FORBIDDEN.reason}"),
     ],
-    ids=["ready and unknown count as ready", "none ready", "no endpoints", "no Service",
-         "Service forbidden", "slices forbidden"],
-)  # fmt: skip
+    ids=[
+        "ready and unknown count as ready",
+        "none ready",
+        "no endpoints",
+        "no Service",
+        "Service forbidden",
+        "slices forbidden",
+    ],
+)
 def test_service_endpoints(service: Any, slices: Any, level: Level, detail: str) -> None:
     result = check_endpoints(service, slices, "ns/svc")
     assert (result.level, result.detail) == (level, detail)
@@ -587,8 +765,9 @@ def test_many_endpoints_are_counted_not_all_listed() -> None:
     )
 
 
-def lease(holder: str = "writer-0_1", renewed: dt.datetime | None = NOW, duration: int = 15) -> (
-        dict[str, Any]):  # fmt: skip
+def lease(
+    holder: str = "writer-0_1", renewed: dt.datetime | None = NOW, duration: int = 15
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"holderIdentity": holder, "leaseDurationSeconds": duration}
     if renewed is not None:
         spec["renewTime"] = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -598,32 +777,51 @@ def lease(holder: str = "writer-0_1", renewed: dt.datetime | None = NOW, duratio
 @pytest.mark.parametrize(
     ("found", "level", "detail"),
     [
-        (lease(renewed=NOW - dt.timedelta(seconds=3)), Level.OK,
-         "held by writer-0_1, renewed 3 s ago (lasts 15 s)"),
-        (lease(renewed=NOW + dt.timedelta(seconds=2)), Level.OK,
-         "held by writer-0_1, renewed 2 s in the future (clock skew) (lasts 15 s)"),
-        (lease(renewed=NOW - dt.timedelta(seconds=16)), Level.FAIL,
-         "Lease ns/lease held by writer-0_1, last renewed 16 s ago (it lasts 15 s): "
-         "the leader stopped renewing"),
-        (lease(renewed=NOW - dt.timedelta(hours=3)), Level.FAIL,
-         "Lease ns/lease held by writer-0_1, last renewed 3 h ago (it lasts 15 s): "
-         "the leader stopped renewing"),
+        (
+            lease(renewed=NOW - dt.timedelta(seconds=3)),
+            Level.OK,
+            "held by writer-0_1, renewed 3 s ago (lasts 15 s)",
+        ),
+        (
+            lease(renewed=NOW + dt.timedelta(seconds=2)),
+            Level.OK,
+            "held by writer-0_1, renewed 2 s in the future (clock skew) (lasts 15 s)",
+        ),
+        (
+            lease(renewed=NOW - dt.timedelta(seconds=16)),
+            Level.FAIL,
+            "Lease ns/lease held by writer-0_1, last renewed 16 s ago (it lasts 15 s): "
+            "the leader stopped renewing",
+        ),
+        (
+            lease(renewed=NOW - dt.timedelta(hours=3)),
+            Level.FAIL,
+            "Lease ns/lease held by writer-0_1, last renewed 3 h ago (it lasts 15 s): "
+            "the leader stopped renewing",
+        ),
         (lease(holder=""), Level.FAIL, "Lease ns/lease is released: no status writer leads"),
         (lease(renewed=None), Level.FAIL, "Lease ns/lease held by writer-0_1 was never renewed"),
         (None, Level.FAIL, "Lease ns/lease not found: no status writer has ever led"),
         (FORBIDDEN, Level.FAIL, f"cannot read Lease ns/lease: {FORBIDDEN.reason}"),
     ],
-    ids=["fresh", "ahead of our clock", "just past its duration", "hours old", "released",
-         "never renewed", "missing", "forbidden"],
-)  # fmt: skip
+    ids=[
+        "fresh",
+        "ahead of our clock",
+        "just past its duration",
+        "hours old",
+        "released",
+        "never renewed",
+        "missing",
+        "forbidden",
+    ],
+)
 def test_the_status_writer_lease(found: Any, level: Level, detail: str) -> None:
     result = check_lease(found, "ns/lease", NOW)
     assert (result.level, result.detail) == (level, detail)
 
 
 def store(name: str, generation: int, condition: dict[str, Any] | None) -> dict[str, Any]:
-    body: dict[str, Any] = {"metadata": {"namespace": "ns", "name": name,
-                                         "generation": generation}}  # fmt: skip
+    body: dict[str, Any] = {"metadata": {"namespace": "ns", "name": name, "generation": generation}}
     if condition is not None:
         body["status"] = {"conditions": [{"type": "Ready", "status": "True"}, condition]}
     return body
@@ -639,22 +837,42 @@ def validated(status: str = "True", observed: int | None = 1) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("stores", "level", "detail"),
     [
-        ([store("a", 1, validated()), store("b", 3, validated(observed=3))], Level.OK,
-         "2 FeedbackStores in all namespaces, every Validated current"),
+        (
+            [store("a", 1, validated()), store("b", 3, validated(observed=3))],
+            Level.OK,
+            "2 FeedbackStores in all namespaces, every Validated current",
+        ),
         ([], Level.OK, "0 FeedbackStores in all namespaces, every Validated current"),
-        ([store("a", 1, None), store("b", 2, validated()), store("c", 1, validated(observed=None))],
-         Level.FAIL,
-         "3 FeedbackStores in all namespaces: 1 without Validated (ns/a); "
-         "2 stale: observedGeneration < generation (ns/b, ns/c)"),
-        ([store("a", 1, validated("False"))], Level.WARN,
-         "1 FeedbackStore in all namespaces, all current; 1 Validated=False (ns/a)"),
-        ([store(f"s{n}", 1, None) for n in range(7)], Level.FAIL,
-         "7 FeedbackStores in all namespaces: 7 without Validated "
-         "(ns/s0, ns/s1, ns/s2, ns/s3, ns/s4 and 2 more)"),
+        (
+            [
+                store("a", 1, None),
+                store("b", 2, validated()),
+                store("c", 1, validated(observed=None)),
+            ],
+            Level.FAIL,
+            "3 FeedbackStores in all namespaces: 1 without Validated (ns/a); "
+            "2 stale: observedGeneration < generation (ns/b, ns/c)",
+        ),
+        (
+            [store("a", 1, validated("False"))],
+            Level.WARN,
+            "1 FeedbackStore in all namespaces, all current; 1 Validated=False (ns/a)",
+        ),
+        (
+            [store(f"s{n}", 1, None) for n in range(7)],
+            Level.FAIL,
+            "7 FeedbackStores in all namespaces: 7 without Validated "
+            "(ns/s0, ns/s1, ns/s2, ns/s3, ns/s4 and 2 more)",
+        ),
     ],
-    ids=["all current", "none at all", "missing and stale", "current but invalid warns",
-         "many are counted, a few named"],
-)  # fmt: skip
+    ids=[
+        "all current",
+        "none at all",
+        "missing and stale",
+        "current but invalid warns",
+        "many are counted, a few named",
+    ],
+)
 def test_store_conditions(stores: list[dict[str, Any]], level: Level, detail: str) -> None:
     result = check_stores(stores, "in all namespaces", "feedbackstore-system")
     assert (result.level, result.detail) == (level, detail)
@@ -675,29 +893,40 @@ def written_by(name: str, *managers: str) -> dict[str, Any]:
     body = store(name, 1, validated("False"))
     entries = [("feedbackstore-status-writer", "Apply"), *((m, "Update") for m in managers)]
     body["metadata"]["managedFields"] = [
-        {"manager": manager, "operation": operation, "subresource": "status",
-         "fieldsV1": {"f:status": {"f:conditions": {'k:{"type":"Validated"}': {"f:message": {}}}}}}
+        {
+            "manager": manager,
+            "operation": operation,
+            "subresource": "status",
+            "fieldsV1": {
+                "f:status": {"f:conditions": {'k:{"type":"Validated"}': {"f:message": {}}}}
+            },
+        }
         for manager, operation in entries
-    ]  # fmt: skip
+    ]
     return body
 
 
 def test_only_our_writer_writing_validated_is_ok() -> None:
     result = check_validated_writers([written_by("a"), store("b", 1, None)])
     assert (result.level, result.detail) == (
-        Level.OK, "no field manager but feedbackstore-status-writer writes Validated")  # fmt: skip
+        Level.OK,
+        "no field manager but feedbackstore-status-writer writes Validated",
+    )
 
 
 def test_a_second_writer_of_validated_is_named_with_its_stores_and_the_fix() -> None:
-    stores = [written_by("a", "ctxmesh-operator"), written_by("b", "ctxmesh-operator", "kubectl"),
-              written_by("c")]  # fmt: skip
+    stores = [
+        written_by("a", "ctxmesh-operator"),
+        written_by("b", "ctxmesh-operator", "kubectl"),
+        written_by("c"),
+    ]
     result = check_validated_writers(stores)
     assert (result.level, result.detail) == (
         Level.WARN,
         "Validated is also written by ctxmesh-operator on 2 FeedbackStores (ns/a, ns/b); "
         "kubectl on 1 FeedbackStore (ns/b): the status writer leaves it to them and keeps every "
         "problem in Stalled",
-    )  # fmt: skip
+    )
     assert result.fix == (
         "if that is the platform's operator, nothing to fix: its Validated says its first "
         "problem (kubectl describe fs NAME -n NS shows every one under Stalled); else stop that "
@@ -733,37 +962,87 @@ def test_the_probe_is_a_valid_monitor_store_whose_warning_comes_from_the_rules()
 @pytest.mark.parametrize(
     ("outcome", "selected", "level", "detail", "fix_starts"),
     [
-        (ProbeOutcome(201, (WEBHOOK_WARNING,)), True, Level.OK,
-         "dry-run create in namespace p: kube-apiserver called the webhook, which warned as "
-         "expected", ""),
-        (ProbeOutcome(201, ("something else",)), False, Level.FAIL,
-         "dry-run create in namespace p was admitted without the webhook's warning: it was not "
-         "called", "the namespaceSelector does not match namespace p"),
-        (ProbeOutcome(201), True, Level.FAIL,
-         "dry-run create in namespace p was admitted without the webhook's warning: it was not "
-         "called", "with failurePolicy Ignore a failed call is silent"),
-        (ProbeOutcome(201), None, Level.FAIL,
-         "dry-run create in namespace p was admitted without the webhook's warning: it was not "
-         "called", "kube-apiserver has no registration of ours to call"),
-        (ProbeOutcome(500, (), 'Internal error occurred: failed calling webhook "v": dial tcp: '
-                               'connect: connection refused'), True, Level.FAIL,
-         'dry-run create in namespace p: Internal error occurred: failed calling webhook "v": '
-         "dial tcp: connect: connection refused", "kube-apiserver's own words"),
-        (ProbeOutcome(404, (), 'namespaces "p" not found'), None, Level.FAIL,
-         'dry-run create in namespace p: namespaces "p" not found', "pass --probe-namespace"),
-        (ProbeOutcome(403, (), "forbidden"), None, Level.FAIL,
-         "dry-run create in namespace p: HTTP 403: forbidden", "check kube-apiserver"),
-        (ProbeOutcome(None, (), "ReadTimeoutError"), None, Level.FAIL,
-         "dry-run create in namespace p: no answer from kube-apiserver: ReadTimeoutError",
-         "check kube-apiserver"),
+        (
+            ProbeOutcome(201, (WEBHOOK_WARNING,)),
+            True,
+            Level.OK,
+            "dry-run create in namespace p: kube-apiserver called the webhook, which warned as "
+            "expected",
+            "",
+        ),
+        (
+            ProbeOutcome(201, ("something else",)),
+            False,
+            Level.FAIL,
+            "dry-run create in namespace p was admitted without the webhook's warning: it was not "
+            "called",
+            "the namespaceSelector does not match namespace p",
+        ),
+        (
+            ProbeOutcome(201),
+            True,
+            Level.FAIL,
+            "dry-run create in namespace p was admitted without the webhook's warning: it was not "
+            "called",
+            "with failurePolicy Ignore a failed call is silent",
+        ),
+        (
+            ProbeOutcome(201),
+            None,
+            Level.FAIL,
+            "dry-run create in namespace p was admitted without the webhook's warning: it was not "
+            "called",
+            "kube-apiserver has no registration of ours to call",
+        ),
+        (
+            ProbeOutcome(
+                500,
+                (),
+                'Internal error occurred: failed calling webhook "v": dial tcp: '
+                "connect: connection refused",
+            ),
+            True,
+            Level.FAIL,
+            'dry-run create in namespace p: Internal error occurred: failed calling webhook "v": '
+            "dial tcp: connect: connection refused",
+            "kube-apiserver's own words",
+        ),
+        (
+            ProbeOutcome(404, (), 'namespaces "p" not found'),
+            None,
+            Level.FAIL,
+            'dry-run create in namespace p: namespaces "p" not found',
+            "pass --probe-namespace",
+        ),
+        (
+            ProbeOutcome(403, (), "forbidden"),
+            None,
+            Level.FAIL,
+            "dry-run create in namespace p: HTTP 403: forbidden",
+            "check kube-apiserver",
+        ),
+        (
+            ProbeOutcome(None, (), "ReadTimeoutError"),
+            None,
+            Level.FAIL,
+            "dry-run create in namespace p: no answer from kube-apiserver: ReadTimeoutError",
+            "check kube-apiserver",
+        ),
     ],
-    ids=["the webhook's warning came back", "not called: selector does not match",
-         "not called: maybe failing open", "not called: no registration", "the call failed",
-         "no such namespace",
-         "forbidden", "no answer"],
-)  # fmt: skip
-def test_the_dry_run_probe(outcome: ProbeOutcome, selected: bool | None, level: Level,
-                           detail: str, fix_starts: str) -> None:  # fmt: skip
+    ids=[
+        "the webhook's warning came back",
+        "not called: selector does not match",
+        "not called: maybe failing open",
+        "not called: no registration",
+        "the call failed",
+        "no such namespace",
+        "forbidden",
+        "no answer",
+    ],
+)
+def test_the_dry_run_probe(
+    outcome: ProbeOutcome, selected: bool | None, level: Level, detail: str, fix_starts: str
+) -> None:
     result = check_probe(outcome, "p", selected)
     assert (result.level, result.detail) == (level, detail)
     assert result.fix.startswith(fix_starts)
@@ -799,8 +1078,10 @@ def test_warnings_and_skips_alone_are_healthy() -> None:
 def test_combine_keeps_the_worst_and_its_fix() -> None:
     combined = combine("x", [("one", ok("x", "fine")), ("two", fail("x", "bad", "do this"))])
     assert (combined.level, combined.detail, combined.fix) == (
-        Level.FAIL, "one: fine; two: bad", "do this"
-    )  # fmt: skip
+        Level.FAIL,
+        "one: fine; two: bad",
+        "do this",
+    )
 
 
 def test_text_puts_the_fix_under_a_failure_and_ends_with_a_summary() -> None:
@@ -825,8 +1106,10 @@ def test_json_lists_every_check() -> None:
 def test_a_url_registration_checks_the_service_it_was_told_about() -> None:
     by_url = configuration(clientConfig={"url": "https://127.0.0.1:9443/validate"})
     assert service_ref(by_url, TARGET) == (
-        "feedbackstore-system", "feedbackstore-webhook", "unused by a url: registration"
-    )  # fmt: skip
+        "feedbackstore-system",
+        "feedbackstore-webhook",
+        "unused by a url: registration",
+    )
     moved = configuration(clientConfig={"service": {"namespace": "x", "name": "y"}})
     assert service_ref(moved, TARGET) == ("x", "y", "")
     assert service_ref(None, TARGET) == ("feedbackstore-system", "feedbackstore-webhook", "")
@@ -851,12 +1134,26 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
     results = run_checks(snapshot, TARGET, NOW)
     assert [(r.name, r.level) for r in results] == [
         (name, Level.OK)
-        for name in ("crd", "webhook-configuration", "failurePolicy", "sideEffects",
-                     "timeoutSeconds", "admissionReviewVersions", "namespaceSelector",
-                     "ca-bundle", "certificate-names", "certificate-expiry", "service-endpoints",
-                     "webhook-answers", "status-writer-lease", "store-conditions",
-                     "validated-writers", "held-deletions", "inline-declarations")
-    ]  # fmt: skip
+        for name in (
+            "crd",
+            "webhook-configuration",
+            "failurePolicy",
+            "sideEffects",
+            "timeoutSeconds",
+            "admissionReviewVersions",
+            "namespaceSelector",
+            "ca-bundle",
+            "certificate-names",
+            "certificate-expiry",
+            "service-endpoints",
+            "webhook-answers",
+            "status-writer-lease",
+            "store-conditions",
+            "validated-writers",
+            "held-deletions",
+            "inline-declarations",
+        )
+    ]
 
 
 def test_flags_left_out_take_the_shipped_names() -> None:
@@ -866,10 +1163,15 @@ def test_flags_left_out_take_the_shipped_names() -> None:
     shipped = target_from(build_parser().parse_args(["doctor"]))
     assert shipped == Target()
     assert (shipped.namespace, shipped.webhook_configuration, shipped.secret) == (
-        "feedbackstore-system", "feedbackstore-webhook", "feedbackstore-webhook-tls"
-    )  # fmt: skip
-    moved = target_from(build_parser().parse_args(
-        ["doctor", "--namespace", "ops", "--lease", "l", "--store-namespace", "team"]))  # fmt: skip
+        "feedbackstore-system",
+        "feedbackstore-webhook",
+        "feedbackstore-webhook-tls",
+    )
+    moved = target_from(
+        build_parser().parse_args(
+            ["doctor", "--namespace", "ops", "--lease", "l", "--store-namespace", "team"]
+        )
+    )
     assert moved == Target(namespace="ops", lease="l", store_namespace="team")
 
 
@@ -878,8 +1180,12 @@ def test_flags_left_out_take_the_shipped_names() -> None:
 FINALIZER = "agents.ctxmesh.ai/in-use-protection"
 
 
-def terminating(name: str, *, finalizers: tuple[str, ...] = (FINALIZER,),
-                in_use: str | None = "DeletionDeferred") -> dict[str, Any]:  # fmt: skip
+def terminating(
+    name: str,
+    *,
+    finalizers: tuple[str, ...] = (FINALIZER,),
+    in_use: str | None = "DeletionDeferred",
+) -> dict[str, Any]:
     body = store(name, 1, validated())
     body["metadata"]["deletionTimestamp"] = "2026-06-01T11:00:00Z"
     body["metadata"]["finalizers"] = list(finalizers)
@@ -891,24 +1197,44 @@ def terminating(name: str, *, finalizers: tuple[str, ...] = (FINALIZER,),
 @pytest.mark.parametrize(
     ("stores", "writer_leads", "level", "detail"),
     [
-        pytest.param([store("a", 1, validated())], True, Level.OK,
-                     "no FeedbackStore held in Terminating by agents.ctxmesh.ai/in-use-protection",
-                     id="nothing is being deleted"),
-        pytest.param([terminating("a", finalizers=("example.com/other",))], False, Level.OK,
-                     "no FeedbackStore held in Terminating by agents.ctxmesh.ai/in-use-protection",
-                     id="another finalizer is not ours to judge"),
-        pytest.param([terminating("a")], True, Level.WARN,
-                     "1 FeedbackStore Terminating until their agents let go: ns/a",
-                     id="held while agents reference it: the feature working"),
-        pytest.param([terminating("a"), terminating("b")], False, Level.FAIL,
-                     "2 FeedbackStores Terminating with agents.ctxmesh.ai/in-use-protection and "
-                     "no status writer leading to release them: ns/a, ns/b",
-                     id="held with no writer leading: nobody will release them"),
-        pytest.param([terminating("a", in_use="NotReferenced")], True, Level.FAIL,
-                     "1 FeedbackStore no longer referenced but still held: ns/a",
-                     id="the writer says not in use yet the finalizer stays"),
+        pytest.param(
+            [store("a", 1, validated())],
+            True,
+            Level.OK,
+            "no FeedbackStore held in Terminating by agents.ctxmesh.ai/in-use-protection",
+            id="nothing is being deleted",
+        ),
+        pytest.param(
+            [terminating("a", finalizers=("example.com/other",))],
+            False,
+            Level.OK,
+            "no FeedbackStore held in Terminating by agents.ctxmesh.ai/in-use-protection",
+            id="another finalizer is not ours to judge",
+        ),
+        pytest.param(
+            [terminating("a")],
+            True,
+            Level.WARN,
+            "1 FeedbackStore Terminating until their agents let go: ns/a",
+            id="held while agents reference it: the feature working",
+        ),
+        pytest.param(
+            [terminating("a"), terminating("b")],
+            False,
+            Level.FAIL,
+            "2 FeedbackStores Terminating with agents.ctxmesh.ai/in-use-protection and "
+            "no status writer leading to release them: ns/a, ns/b",
+            id="held with no writer leading: nobody will release them",
+        ),
+        pytest.param(
+            [terminating("a", in_use="NotReferenced")],
+            True,
+            Level.FAIL,
+            "1 FeedbackStore no longer referenced but still held: ns/a",
+            id="the writer says not in use yet the finalizer stays",
+        ),
     ],
-)  # fmt: skip
+)
 def test_stores_held_by_in_use_protection(
     stores: list[dict[str, Any]], writer_leads: bool, level: Level, detail: str
 ) -> None:
@@ -929,9 +1255,16 @@ def test_the_way_out_removes_our_finalizer_alone_at_its_position() -> None:
 
 
 def test_held_deletions_are_judged_with_the_lease_check_s_answer() -> None:
-    snapshot = Snapshot(crd=crd(), configuration=None, secret=None, service=None,
-                        endpoint_slices=[], lease=lease(renewed=NOW - dt.timedelta(hours=1)),
-                        stores=[terminating("a")], probe=None)  # fmt: skip
+    snapshot = Snapshot(
+        crd=crd(),
+        configuration=None,
+        secret=None,
+        service=None,
+        endpoint_slices=[],
+        lease=lease(renewed=NOW - dt.timedelta(hours=1)),
+        stores=[terminating("a")],
+        probe=None,
+    )
     by_name = {r.name: r for r in run_checks(snapshot, TARGET, NOW)}
     assert by_name["status-writer-lease"].level is Level.FAIL
     assert by_name["held-deletions"].level is Level.FAIL
@@ -949,34 +1282,58 @@ DUPLICATE_INLINE = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]
 
 def inline_agent(name: str, feedback: object = None, **spec: object) -> dict[str, Any]:
     body = {**spec, **({"feedback": feedback} if feedback is not None else {})}
-    return {"apiVersion": "agents.ctxmesh.ai/v1beta1", "kind": "AgentDeployment",
-            "metadata": {"name": name, "namespace": "ns"}, "spec": body}  # fmt: skip
+    return {
+        "apiVersion": "agents.ctxmesh.ai/v1beta1",
+        "kind": "AgentDeployment",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": body,
+    }
 
 
 @pytest.mark.parametrize(
     ("agents", "level", "detail"),
     [
-        pytest.param([inline_agent("a", VALID_INLINE), inline_agent("b", feedbackStoreRef="s")],
-                     Level.OK, "1 AgentDeployment with spec.feedback in all namespaces, every "
-                     "declaration valid", id="valid declarations; a reference is not judged"),
-        pytest.param([inline_agent("a", DUPLICATE_INLINE), inline_agent("b", VALID_INLINE)],
-                     Level.WARN, "2 AgentDeployments with spec.feedback in all namespaces; 1 "
-                     'invalid: ns/a (spec.feedback.human.scores[1].name: Duplicate value: '
-                     '"thumbs": human score names must be unique (first declared at '
-                     "spec.feedback.human.scores[0].name))",
-                     id="an invalid declaration is named with its first problem"),
-        pytest.param([inline_agent(f"a{i}", {"mode": "x"}) for i in range(7)], Level.WARN,
-                     "7 AgentDeployments with spec.feedback in all namespaces; 7 invalid: "
-                     + ", ".join(f'ns/a{i} (spec.feedback.mode: Unsupported value: "x": '
-                                 'supported values: "Enforce", "Monitor")' for i in range(5))
-                     + " and 2 more", id="past five, the rest are counted"),
-        pytest.param(None, Level.OK,
-                     "no AgentDeployment resource is served: nothing declared inline",
-                     id="no AgentDeployment resource: nothing can be declared, all is well"),
-        pytest.param(Unreadable("forbidden"), Level.FAIL,
-                     "cannot list AgentDeployments: forbidden", id="a refusal is a failure"),
+        pytest.param(
+            [inline_agent("a", VALID_INLINE), inline_agent("b", feedbackStoreRef="s")],
+            Level.OK,
+            "1 AgentDeployment with spec.feedback in all namespaces, every declaration valid",
+            id="valid declarations; a reference is not judged",
+        ),
+        pytest.param(
+            [inline_agent("a", DUPLICATE_INLINE), inline_agent("b", VALID_INLINE)],
+            Level.WARN,
+            "2 AgentDeployments with spec.feedback in all namespaces; 1 "
+            "invalid: ns/a (spec.feedback.human.scores[1].name: Duplicate value: "
+            '"thumbs": human score names must be unique (first declared at '
+            "spec.feedback.human.scores[0].name))",
+            id="an invalid declaration is named with its first problem",
+        ),
+        pytest.param(
+            [inline_agent(f"a{i}", {"mode": "x"}) for i in range(7)],
+            Level.WARN,
+            "7 AgentDeployments with spec.feedback in all namespaces; 7 invalid: "
+            + ", ".join(
+                f'ns/a{i} (spec.feedback.mode: Unsupported value: "x": '
+                'supported values: "Enforce", "Monitor")'
+                for i in range(5)
+            )
+            + " and 2 more",
+            id="past five, the rest are counted",
+        ),
+        pytest.param(
+            None,
+            Level.OK,
+            "no AgentDeployment resource is served: nothing declared inline",
+            id="no AgentDeployment resource: nothing can be declared, all is well",
+        ),
+        pytest.param(
+            Unreadable("forbidden"),
+            Level.FAIL,
+            "cannot list AgentDeployments: forbidden",
+            id="a refusal is a failure",
+        ),
     ],
-)  # fmt: skip
+)
 def test_invalid_inline_declarations_are_listed(agents: Any, level: Level, detail: str) -> None:
     result = check_inline(agents, "in all namespaces")
     assert (result.name, result.level, result.detail) == ("inline-declarations", level, detail)

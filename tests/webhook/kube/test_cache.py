@@ -10,13 +10,16 @@ from webhook.kube.cache import ObjectCache
 def store(name: str, version: str) -> dict[str, Any]:
     return {
         "metadata": {
-            "namespace": "ns", "name": name, "resourceVersion": version, "generation": 2,
+            "namespace": "ns",
+            "name": name,
+            "resourceVersion": version,
+            "generation": 2,
             "finalizers": ["agents.ctxmesh.ai/in-use-protection"],
             "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {}}],
         },
         "spec": {"human": {"scores": [{"name": "thumbs"}]}},
         "status": {"conditions": [{"type": "Validated", "status": "True"}]},
-    }  # fmt: skip
+    }
 
 
 def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The shipped Argo CD health.lua for FeedbackStores, on gopher-lua (issue 29, item 1).
+"""The shipped Argo CD health.lua for FeedbackStores, on gopher-lua, the Lua interpreter Argo CD
+runs it on.
 
 Argo CD's own test of a resource customization, run by tests/gitops's gitops-health as
 Argo CD's TestLuaHealthScript does: each health_test.yaml case, its testdata object (read
@@ -52,45 +53,72 @@ def test_a_case_whose_health_differs_fails(gitops_tool: GitopsTool, tmp_path: pa
 
 def store(generation: int = 1, **status: Any) -> dict[str, Any]:
     conditions = [{"type": kind, **fields} for kind, fields in status.items()]
-    return {"apiVersion": "agents.ctxmesh.ai/v1beta1", "kind": "FeedbackStore",
-            "metadata": {"name": "support-feedback", "namespace": "agents",
-                         "generation": generation},
-            "status": {"conditions": conditions}}  # fmt: skip
+    return {
+        "apiVersion": "agents.ctxmesh.ai/v1beta1",
+        "kind": "FeedbackStore",
+        "metadata": {"name": "support-feedback", "namespace": "agents", "generation": generation},
+        "status": {"conditions": conditions},
+    }
 
 
-COHERENT = {"status": "True", "reason": "SpecCoherent", "message": "coherent",
-            "observedGeneration": 2}  # fmt: skip
-FIRST_PROBLEM = {"status": "False", "reason": "InvalidSpec", "message": "first problem",
-                 "observedGeneration": 2}  # fmt: skip
-STALLED_FALSE = {"status": "False", "reason": "SpecCoherent", "message": "coherent",
-                 "observedGeneration": 2}  # fmt: skip
+COHERENT = {
+    "status": "True",
+    "reason": "SpecCoherent",
+    "message": "coherent",
+    "observedGeneration": 2,
+}
+FIRST_PROBLEM = {
+    "status": "False",
+    "reason": "InvalidSpec",
+    "message": "first problem",
+    "observedGeneration": 2,
+}
+STALLED_FALSE = {
+    "status": "False",
+    "reason": "SpecCoherent",
+    "message": "coherent",
+    "observedGeneration": 2,
+}
 OLD_STALLED = {**STALLED_FALSE, "observedGeneration": 1}
 DELETING = {"deletionTimestamp": "2026-12-01T10:05:55Z", "finalizers": ["x"]}
 
 BRANCHES = {
     "the platform's coherent Validated alone is Healthy": (
-        store(2, Validated=COHERENT), Health("Healthy", "coherent")),
+        store(2, Validated=COHERENT),
+        Health("Healthy", "coherent"),
+    ),
     "the platform's invalid Validated alone is Degraded with its message": (
-        store(2, Validated=FIRST_PROBLEM), Health("Degraded", "first problem")),
+        store(2, Validated=FIRST_PROBLEM),
+        Health("Degraded", "first problem"),
+    ),
     "a problem the platform found for this spec is Degraded while Stalled is older": (
         store(2, Stalled=OLD_STALLED, Validated=FIRST_PROBLEM),
-        Health("Degraded", "first problem")),
+        Health("Degraded", "first problem"),
+    ),
     "a coherent Validated does not outvote an older Stalled": (
         store(2, Stalled=OLD_STALLED, Validated=COHERENT),
-        Health("Progressing", "verdict for generation 1, spec is generation 2: "
-                              "waiting for the status writer")),
+        Health(
+            "Progressing",
+            "verdict for generation 1, spec is generation 2: waiting for the status writer",
+        ),
+    ),
     "Stalled for this spec wins over the platform's Validated": (
-        store(2, Stalled=STALLED_FALSE, Validated=FIRST_PROBLEM), Health("Healthy", "coherent")),
+        store(2, Stalled=STALLED_FALSE, Validated=FIRST_PROBLEM),
+        Health("Healthy", "coherent"),
+    ),
     "a condition without observedGeneration counts for the current spec": (
         store(2, Validated={"status": "False", "reason": "InvalidSpec", "message": "m"}),
-        Health("Degraded", "m")),
+        Health("Degraded", "m"),
+    ),
     "an object with no status at all waits for a verdict": (
         {k: v for k, v in store().items() if k != "status"},
-        Health("Progressing", "no verdict yet: waiting for the status writer")),
+        Health("Progressing", "no verdict yet: waiting for the status writer"),
+    ),
     "a store deleted while not in use is pending deletion, as Argo CD says it": (
         store(2, Stalled=STALLED_FALSE) | {"metadata": {**store()["metadata"], **DELETING}},
-        Health("Progressing", "Pending deletion")),
-}  # fmt: skip
+        Health("Progressing", "Pending deletion"),
+    ),
+}
 
 
 @pytest.mark.parametrize(("obj", "health"), BRANCHES.values(), ids=BRANCHES.keys())
@@ -114,8 +142,10 @@ def test_the_readme_table_is_what_the_tools_say_of_the_testdata(gitops_tool: Git
     cases = yaml.safe_load((ARGOCD / "health_test.yaml").read_text(encoding="utf-8"))["tests"]
     assert [path for path, _ in rows] == [case["inputPath"] for case in cases]
     objects = [yaml.safe_load((ARGOCD / path).read_text(encoding="utf-8")) for path, _ in rows]
-    said = [" | ".join(f"**{h.status}**: {h.message}" for h in verdicts)
-            for verdicts in gitops_tool.compute(objects)]  # fmt: skip
+    said = [
+        " | ".join(f"**{h.status}**: {h.message}" for h in verdicts)
+        for verdicts in gitops_tool.compute(objects)
+    ]
     assert [cells for _, cells in rows] == said
 
 

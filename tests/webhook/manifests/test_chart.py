@@ -46,10 +46,21 @@ def _pki(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     """A CA and serving pair from the `certs` command, as path 1 makes them."""
     out = tmp_path_factory.mktemp("certs")
     result = subprocess.run(
-        [sys.executable, "-m", "webhook.cli.main", "certs", "--out-dir", str(out),
-         "--base", str(MANIFESTS)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "webhook.cli.main",
+            "certs",
+            "--out-dir",
+            str(out),
+            "--base",
+            str(MANIFESTS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     return out
 
@@ -122,9 +133,11 @@ def test_the_committed_chart_is_what_the_generator_writes_from_manifests() -> No
 
 @pytest.mark.parametrize(
     "values",
-    [pytest.param([], id="with the default values"),
-     pytest.param(["every-knob"], id="with every knob set")],
-)  # fmt: skip
+    [
+        pytest.param([], id="with the default values"),
+        pytest.param(["every-knob"], id="with every knob set"),
+    ],
+)
 def test_helm_lint_finds_nothing(values: list[str], pki: pathlib.Path) -> None:
     extra = ["-f", str(EVERY_KNOB), *from_files(pki)] if values else []
     result = helm_binary.run("lint", "--strict", str(CHART), *extra)
@@ -192,45 +205,95 @@ VWC = ("ValidatingWebhookConfiguration", "feedbackstore-webhook")
     [
         pytest.param(WEBHOOK, "spec/replicas", 3, id="webhook.replicas sets the webhook's"),
         pytest.param(WRITER, "spec/replicas", 3, id="statusWriter.replicas sets the writer's"),
-        pytest.param(WEBHOOK, f"{POD}/containers/0/image", DIGEST_IMAGE,
-                     id="image.digest wins over the tag"),
-        pytest.param(WRITER, f"{POD}/containers/0/imagePullPolicy", "Always",
-                     id="image.pullPolicy reaches both components"),
-        pytest.param(WEBHOOK, f"{POD}/imagePullSecrets", [{"name": "regcred"}],
-                     id="imagePullSecrets reach the pods"),
-        pytest.param(WEBHOOK, f"{POD}/containers/0/resources", W["resources"],
-                     id="webhook.resources replace the default"),
-        pytest.param(WRITER, f"{POD}/containers/0/resources", S["resources"],
-                     id="statusWriter.resources replace the default"),
+        pytest.param(
+            WEBHOOK, f"{POD}/containers/0/image", DIGEST_IMAGE, id="image.digest wins over the tag"
+        ),
+        pytest.param(
+            WRITER,
+            f"{POD}/containers/0/imagePullPolicy",
+            "Always",
+            id="image.pullPolicy reaches both components",
+        ),
+        pytest.param(
+            WEBHOOK,
+            f"{POD}/imagePullSecrets",
+            [{"name": "regcred"}],
+            id="imagePullSecrets reach the pods",
+        ),
+        pytest.param(
+            WEBHOOK,
+            f"{POD}/containers/0/resources",
+            W["resources"],
+            id="webhook.resources replace the default",
+        ),
+        pytest.param(
+            WRITER,
+            f"{POD}/containers/0/resources",
+            S["resources"],
+            id="statusWriter.resources replace the default",
+        ),
         pytest.param(WEBHOOK, f"{POD}/nodeSelector", W["nodeSelector"], id="nodeSelector"),
         pytest.param(WRITER, f"{POD}/tolerations", S["tolerations"], id="tolerations"),
         pytest.param(WEBHOOK, f"{POD}/affinity", W["affinity"], id="affinity replaces the default"),
-        pytest.param(WEBHOOK, f"{POD}/topologySpreadConstraints", W["topologySpreadConstraints"],
-                     id="topologySpreadConstraints replace the default"),
-        pytest.param(WEBHOOK, f"{POD}/priorityClassName", "platform-critical",
-                     id="priorityClassName"),
-        pytest.param(WEBHOOK, "spec/template/metadata/labels/tier", "edge",
-                     id="podLabels join the pod's labels"),
-        pytest.param(WRITER, "spec/template/metadata/annotations", {"note": "writer"},
-                     id="podAnnotations"),
+        pytest.param(
+            WEBHOOK,
+            f"{POD}/topologySpreadConstraints",
+            W["topologySpreadConstraints"],
+            id="topologySpreadConstraints replace the default",
+        ),
+        pytest.param(
+            WEBHOOK, f"{POD}/priorityClassName", "platform-critical", id="priorityClassName"
+        ),
+        pytest.param(
+            WEBHOOK,
+            "spec/template/metadata/labels/tier",
+            "edge",
+            id="podLabels join the pod's labels",
+        ),
+        pytest.param(
+            WRITER, "spec/template/metadata/annotations", {"note": "writer"}, id="podAnnotations"
+        ),
         pytest.param(WEBHOOK, "metadata/labels/team", "platform", id="commonLabels on objects"),
-        pytest.param(VWC, "metadata/annotations", {"owner": "platform-team"},
-                     id="commonAnnotations on the webhook configuration"),
+        pytest.param(
+            VWC,
+            "metadata/annotations",
+            {"owner": "platform-team"},
+            id="commonAnnotations on the webhook configuration",
+        ),
         pytest.param(VWC, "webhooks/0/failurePolicy", "Ignore", id="an entry's failurePolicy"),
         pytest.param(VWC, "webhooks/0/timeoutSeconds", 10, id="an entry's timeoutSeconds"),
-        pytest.param(VWC, "webhooks/1/failurePolicy", "Ignore",
-                     id="an entry left out of the values keeps the manifest's"),
-        pytest.param(VWC, "webhooks/0/namespaceSelector/matchExpressions/0/values",
-                     ["kube-system", "platform-system", NAMESPACE],
-                     id="excludedNamespaces and the release's namespace are never judged"),
-        pytest.param(("PodDisruptionBudget", "feedbackstore-webhook"), "spec/maxUnavailable", 1,
-                     id="the webhook's PDB takes maxUnavailable"),
-        pytest.param(("ServiceMonitor", "feedbackstore-webhook"), "metadata/labels/release",
-                     "prometheus", id="serviceMonitor.labels"),
-        pytest.param(("PrometheusRule", "feedbackstore-webhook"), "metadata/labels/release",
-                     "prometheus", id="prometheusRule.labels"),
+        pytest.param(
+            VWC,
+            "webhooks/1/failurePolicy",
+            "Ignore",
+            id="an entry left out of the values keeps the manifest's",
+        ),
+        pytest.param(
+            VWC,
+            "webhooks/0/namespaceSelector/matchExpressions/0/values",
+            ["kube-system", "platform-system", NAMESPACE],
+            id="excludedNamespaces and the release's namespace are never judged",
+        ),
+        pytest.param(
+            ("PodDisruptionBudget", "feedbackstore-webhook"),
+            "spec/maxUnavailable",
+            1,
+            id="the webhook's PDB takes maxUnavailable",
+        ),
+        pytest.param(
+            ("ServiceMonitor", "feedbackstore-webhook"),
+            "metadata/labels/release",
+            "prometheus",
+            id="serviceMonitor.labels",
+        ),
+        pytest.param(
+            ("PrometheusRule", "feedbackstore-webhook"),
+            "metadata/labels/release",
+            "prometheus",
+            id="prometheusRule.labels",
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_knob_reaches_its_field(
     knobs: list[dict[str, Any]], target: tuple[str, str], path: str, expected: Any
 ) -> None:
@@ -257,16 +320,23 @@ def test_tls_values_write_the_secret_and_every_entry_s_ca_bundle(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--set", "tls.source=values"],
-                     "tls.source values needs tls.certificate, tls.key and tls.caBundle",
-                     id="tls from values without the files says which to give"),
-        pytest.param(["--set", "tls.source=vault"], 'tls.source "vault": use existingSecret',
-                     id="an unknown tls source names the three"),
-        pytest.param(["--set", "webhook.podDisruptionBudget.maxUnavailable=1"],
-                     "webhook.podDisruptionBudget has both minAvailable and maxUnavailable",
-                     id="a budget given both bounds (one from the defaults) says what to do"),
+        pytest.param(
+            ["--set", "tls.source=values"],
+            "tls.source values needs tls.certificate, tls.key and tls.caBundle",
+            id="tls from values without the files says which to give",
+        ),
+        pytest.param(
+            ["--set", "tls.source=vault"],
+            'tls.source "vault": use existingSecret',
+            id="an unknown tls source names the three",
+        ),
+        pytest.param(
+            ["--set", "webhook.podDisruptionBudget.maxUnavailable=1"],
+            "webhook.podDisruptionBudget has both minAvailable and maxUnavailable",
+            id="a budget given both bounds (one from the defaults) says what to do",
+        ),
     ],
-)  # fmt: skip
+)
 def test_values_that_cannot_work_are_refused_with_what_to_do(args: list[str], message: str) -> None:
     result = helm_binary.run("template", RELEASE, str(CHART), *args, check=False)
     assert result.returncode != 0
@@ -295,9 +365,14 @@ def test_helm_test_runs_the_doctor_against_the_release() -> None:
     pod = find(rendered, "Pod", "feedbackstore-webhook-test")
     assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
     assert pod["spec"]["containers"][0]["args"] == [
-        "doctor", "--namespace", NAMESPACE, "--probe-namespace", "default",
-        "--store-namespace", "default",
-    ]  # fmt: skip
+        "doctor",
+        "--namespace",
+        NAMESPACE,
+        "--probe-namespace",
+        "default",
+        "--store-namespace",
+        "default",
+    ]
     for doc in rendered:
         policy = doc["metadata"]["annotations"]["helm.sh/hook-delete-policy"]
         assert "hook-succeeded" in policy, doc["kind"]
@@ -314,10 +389,12 @@ def test_a_new_webhook_entry_in_manifests_reaches_the_chart_with_knobs_of_its_ow
     path = copy_of / "webhook" / "validatingwebhookconfiguration.yaml"
     registration = yaml.safe_load(path.read_text(encoding="utf-8"))
     entry = copy.deepcopy(registration["webhooks"][0])
-    entry.update(name="validate.agentdeployments.agents.ctxmesh.ai", failurePolicy="Ignore",
-                 timeoutSeconds=3,
-                 matchConditions=[{"name": "has-feedback",
-                                   "expression": "has(object.spec.feedback)"}])  # fmt: skip
+    entry.update(
+        name="validate.agentdeployments.agents.ctxmesh.ai",
+        failurePolicy="Ignore",
+        timeoutSeconds=3,
+        matchConditions=[{"name": "has-feedback", "expression": "has(object.spec.feedback)"}],
+    )
     registration["webhooks"].append(entry)
     path.write_text(yaml.safe_dump(registration), encoding="utf-8")
     files = chart_files(copy_of)

@@ -99,8 +99,9 @@ def test_every_pip_call_keeps_no_cache() -> None:
         for run in stage.all("RUN"):
             for command in run.split("&&"):
                 # The subcommand, after any global options (`pip --python PATH install`).
-                if re.search(r"\bpip(\s+--\S+(\s+[^-\s]\S*)?)*\s+(install|wheel|download)\b",
-                             command):  # fmt: skip
+                if re.search(
+                    r"\bpip(\s+--\S+(\s+[^-\s]\S*)?)*\s+(install|wheel|download)\b", command
+                ):
                     assert "--no-cache-dir" in command, command
     assert "PIP_NO_CACHE_DIR=1" in " ".join(BUILDER.all("ENV"))
 

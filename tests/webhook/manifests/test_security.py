@@ -32,7 +32,7 @@ def hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def delete_hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The second entry: warnings on DELETE only (SPEC §7)."""
+    """The second entry: warnings on DELETE only (who still uses the store)."""
     _, webhook, _ = find(docs, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
     result: dict[str, Any] = webhook
     return result
@@ -40,7 +40,7 @@ def delete_hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def agent_hook(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The third entry: the inline form, AgentDeployment.spec.feedback (SPEC §8)."""
+    """The third entry: the inline form, AgentDeployment.spec.feedback."""
     _, _, webhook = find(docs, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
     result: dict[str, Any] = webhook
     return result
@@ -53,15 +53,28 @@ def test_the_agent_entry_judges_writes_of_both_versions_and_fails_open(
     never the status subresource (the platform writes it)."""
     assert agent_hook["name"] == "validate.agentdeployments.agents.ctxmesh.ai"
     assert agent_hook["failurePolicy"] == "Ignore"
-    assert agent_hook["rules"] == [{
-        "apiGroups": ["agents.ctxmesh.ai"], "apiVersions": ["v1alpha1", "v1beta1"],
-        "operations": ["CREATE", "UPDATE"], "resources": ["agentdeployments"],
-        "scope": "Namespaced"}]  # fmt: skip
+    assert agent_hook["rules"] == [
+        {
+            "apiGroups": ["agents.ctxmesh.ai"],
+            "apiVersions": ["v1alpha1", "v1beta1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["agentdeployments"],
+            "scope": "Namespaced",
+        }
+    ]
     assert agent_hook["timeoutSeconds"] <= hook["timeoutSeconds"]
     assert [c["name"] for c in agent_hook["matchConditions"]] == [
-        "feedback-set", "feedback-changed", "not-being-deleted"]  # fmt: skip
-    same = ("admissionReviewVersions", "sideEffects", "matchPolicy", "clientConfig",
-            "namespaceSelector")  # fmt: skip
+        "feedback-set",
+        "feedback-changed",
+        "not-being-deleted",
+    ]
+    same = (
+        "admissionReviewVersions",
+        "sideEffects",
+        "matchPolicy",
+        "clientConfig",
+        "namespaceSelector",
+    )
     assert {k: agent_hook[k] for k in same} == {k: hook[k] for k in same}
 
 
@@ -70,12 +83,23 @@ def test_the_delete_entry_only_warns_and_never_blocks(
 ) -> None:
     assert delete_hook["name"] == "warn-delete.feedbackstores.agents.ctxmesh.ai"
     assert delete_hook["failurePolicy"] == "Ignore"
-    assert delete_hook["rules"] == [{
-        "apiGroups": ["agents.ctxmesh.ai"], "apiVersions": ["v1beta1"], "operations": ["DELETE"],
-        "resources": ["feedbackstores"], "scope": "Namespaced"}]  # fmt: skip
+    assert delete_hook["rules"] == [
+        {
+            "apiGroups": ["agents.ctxmesh.ai"],
+            "apiVersions": ["v1beta1"],
+            "operations": ["DELETE"],
+            "resources": ["feedbackstores"],
+            "scope": "Namespaced",
+        }
+    ]
     assert delete_hook["timeoutSeconds"] <= hook["timeoutSeconds"]
-    same = ("admissionReviewVersions", "sideEffects", "matchPolicy", "clientConfig",
-            "namespaceSelector")  # fmt: skip
+    same = (
+        "admissionReviewVersions",
+        "sideEffects",
+        "matchPolicy",
+        "clientConfig",
+        "namespaceSelector",
+    )
     assert {k: delete_hook[k] for k in same} == {k: hook[k] for k in same}
 
 
@@ -460,9 +484,11 @@ def test_cert_manager_injects_the_serving_certificate_ca_into_the_webhook(
 
 
 def test_cert_manager_keeps_every_webhook_setting_of_the_base(
-    cert_manager: list[dict[str, Any]], hook: dict[str, Any], delete_hook: dict[str, Any],
+    cert_manager: list[dict[str, Any]],
+    hook: dict[str, Any],
+    delete_hook: dict[str, Any],
     agent_hook: dict[str, Any],
-) -> None:  # fmt: skip
+) -> None:
     patched = find(cert_manager, "ValidatingWebhookConfiguration", WEBHOOK)["webhooks"]
     assert patched == [hook, delete_hook, agent_hook]
 

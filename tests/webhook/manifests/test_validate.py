@@ -260,8 +260,9 @@ def test_the_readme_rollout_overlay_fails_open_in_a_labelled_namespace_only(
 def test_every_install_path_skips_the_calls_the_webhook_always_allows(
     variant: str, request: pytest.FixtureRequest
 ) -> None:
-    """The judging entry's matchConditions (issue 27; proven on the real server by
-    tests/kube/test_kubectl_platform_today.py) reach the cluster by every install path."""
+    """The judging entry's matchConditions (the webhook's outage blocks only what it judges; proven
+    on the real server by tests/kube/test_kubectl_platform_today.py) reach the cluster by every
+    install path."""
     docs = request.getfixturevalue(variant)
     configuration = find(docs, "ValidatingWebhookConfiguration", "feedbackstore-webhook")
     judging = configuration["webhooks"][0]

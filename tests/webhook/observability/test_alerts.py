@@ -59,14 +59,24 @@ def _run_promtool(
     shutil.copy(TESTS, directory / "alerts_test.yaml")
     return subprocess.run(
         [promtool(), "test", "rules", "alerts_test.yaml"],
-        cwd=directory, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_promtool_accepts_the_rules(tmp_path: pathlib.Path) -> None:
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule_groups()), encoding="utf-8")
-    result = subprocess.run([promtool(), "check", "rules", "rules.yaml"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    result = subprocess.run(
+        [promtool(), "check", "rules", "rules.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"SUCCESS: {len(alerts())} rules found" in result.stdout
 
@@ -99,15 +109,26 @@ def test_every_alert_is_tested_both_firing_and_quiet() -> None:
 @pytest.mark.parametrize(
     ("alert", "old", "new"),
     [
-        pytest.param("FeedbackStoreWebhookErrors", 'verdict="error"', 'verdict="denied"',
-                     id="an errors alert counting denials instead"),
-        pytest.param("FeedbackStoresInvalid", "feedbackstore_status_leader == 1",
-                     "feedbackstore_status_leader >= 0",
-                     id="an invalid-stores alert that trusts a former leader's count"),
-        pytest.param("FeedbackStoreWebhookDown", "== 0", "< 1.5",
-                     id="a down alert that fires with one target of two still up"),
+        pytest.param(
+            "FeedbackStoreWebhookErrors",
+            'verdict="error"',
+            'verdict="denied"',
+            id="an errors alert counting denials instead",
+        ),
+        pytest.param(
+            "FeedbackStoresInvalid",
+            "feedbackstore_status_leader == 1",
+            "feedbackstore_status_leader >= 0",
+            id="an invalid-stores alert that trusts a former leader's count",
+        ),
+        pytest.param(
+            "FeedbackStoreWebhookDown",
+            "== 0",
+            "< 1.5",
+            id="a down alert that fires with one target of two still up",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_unit_tests_catch_a_wrong_rule(
     tmp_path: pathlib.Path, alert: str, old: str, new: str
 ) -> None:
@@ -164,6 +185,8 @@ def test_the_status_writer_exposes_every_series_the_tests_feed_and_the_rules_que
 def test_a_renamed_metric_would_be_caught() -> None:
     """The check itself: a series the process does not expose is reported."""
     scrape = exposed("# TYPE feedbackstore_status_leader gauge\nfeedbackstore_status_leader 1.0\n")
-    fed = {("feedbackstore_status_leader", frozenset()),
-           ("feedbackstore_status_is_leader", frozenset())}  # fmt: skip
+    fed = {
+        ("feedbackstore_status_leader", frozenset()),
+        ("feedbackstore_status_is_leader", frozenset()),
+    }
     assert missing(fed, scrape) == ["feedbackstore_status_is_leader{}"]

@@ -21,10 +21,13 @@ SCORES = Path("spec").child("human").child("scores")
         pytest.param(Path().child("apiVersion"), "apiVersion", id="a child of the root alone"),
         pytest.param(Path(), "", id="the root itself says nothing"),
         pytest.param(Path("spec").child("a.b[0]"), "spec.a.b[0]", id="a key is said verbatim"),
-        pytest.param(SCORES.index(0).child("categories").index(3), "spec.human.scores[0]"
-                     ".categories[3]", id="an index after a child after an index"),
+        pytest.param(
+            SCORES.index(0).child("categories").index(3),
+            "spec.human.scores[0].categories[3]",
+            id="an index after a child after an index",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_path_is_said_as_kube_apiserver_says_it(path: Path, said: str) -> None:
     assert str(path) == said
 

@@ -444,8 +444,8 @@ def test_a_hostile_object_costs_counting_not_memory() -> None:
     assert verdict.problem_count == 1 + 64 * (1 + 1 + 64)
 
 
-# Work bounded by the limits (issue 27): a list longer than its maximum is `Too many`,
-# saying how long it is, and only its first maximum items are judged.
+# Work bounded by the limits (a hostile spec costs no more than a maximal one): a list longer than
+# its maximum is `Too many`, saying how long it is, and only its first maximum items are judged.
 LONG_LISTS = [
     (
         "human scores past the 64th are counted, not judged",

@@ -58,41 +58,125 @@ async def test_concurrent_reviews_are_each_answered_with_their_own_uid(webhook: 
 
 
 def _deep(levels: int) -> bytes:
-    return b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":' + (
-        b'{"a":' * levels + b"1" + b"}" * levels
-    ) + b"}"  # fmt: skip
+    return (
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":'
+        + (b'{"a":' * levels + b"1" + b"}" * levels)
+        + b"}"
+    )
 
 
 HOSTILE = [
-    pytest.param("POST", b"not json", "application/json", 400, "BadRequest", "not JSON",
-                 "not_json", id="a body that is not JSON is a 400"),
-    pytest.param("POST", b"[1,2,3]", "application/json", 400, "BadRequest", "got array",
-                 "not_object", id="a JSON array is a 400"),
-    pytest.param("POST", b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}',
-                 "application/json", 400, "BadRequest", "no request", "no_request",
-                 id="a review without request is a 400"),
-    pytest.param("POST", orjson.dumps({**create(valid_spec()), "request": {"operation": "CREATE"}}),
-                 "application/json", 400, "BadRequest", "no uid", "no_uid",
-                 id="a review without uid is a 400"),
-    pytest.param("POST", orjson.dumps({**create(valid_spec()), "request": {"uid": ["x"]}}),
-                 "application/json", 400, "BadRequest", "request.uid", "wrong_type",
-                 id="a uid of the wrong type is a 400"),
-    pytest.param("POST", _deep(60_000), "application/json", 400, "BadRequest",
-                 "nested too deeply", "too_deep", id="sixty thousand levels is a 400"),
-    pytest.param("POST", _deep(300_000), "application/json", 400, "BadRequest",
-                 "more than 262144 JSON values", "too_many_values",
-                 id="three hundred thousand objects are a 400, counted before decoding"),
-    pytest.param("POST", orjson.dumps(create(valid_spec())), "text/plain", 415,
-                 "UnsupportedMediaType", "Content-Type must be application/json",
-                 "unsupported_media_type", id="a wrong Content-Type is a 415"),
-    pytest.param("POST", orjson.dumps(create(valid_spec())), "application/x-yaml", 415,
-                 "UnsupportedMediaType", "got application/x-yaml", "unsupported_media_type",
-                 id="YAML is a 415"),
-    pytest.param("PUT", orjson.dumps(create(valid_spec())), "application/json", 405,
-                 "MethodNotAllowed", "use POST", "method_not_allowed", id="PUT is a 405"),
-    pytest.param("GET", b"", "application/json", 405, "MethodNotAllowed", "use POST",
-                 "method_not_allowed", id="GET /validate is a 405"),
-]  # fmt: skip
+    pytest.param(
+        "POST",
+        b"not json",
+        "application/json",
+        400,
+        "BadRequest",
+        "not JSON",
+        "not_json",
+        id="a body that is not JSON is a 400",
+    ),
+    pytest.param(
+        "POST",
+        b"[1,2,3]",
+        "application/json",
+        400,
+        "BadRequest",
+        "got array",
+        "not_object",
+        id="a JSON array is a 400",
+    ),
+    pytest.param(
+        "POST",
+        b'{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}',
+        "application/json",
+        400,
+        "BadRequest",
+        "no request",
+        "no_request",
+        id="a review without request is a 400",
+    ),
+    pytest.param(
+        "POST",
+        orjson.dumps({**create(valid_spec()), "request": {"operation": "CREATE"}}),
+        "application/json",
+        400,
+        "BadRequest",
+        "no uid",
+        "no_uid",
+        id="a review without uid is a 400",
+    ),
+    pytest.param(
+        "POST",
+        orjson.dumps({**create(valid_spec()), "request": {"uid": ["x"]}}),
+        "application/json",
+        400,
+        "BadRequest",
+        "request.uid",
+        "wrong_type",
+        id="a uid of the wrong type is a 400",
+    ),
+    pytest.param(
+        "POST",
+        _deep(60_000),
+        "application/json",
+        400,
+        "BadRequest",
+        "nested too deeply",
+        "too_deep",
+        id="sixty thousand levels is a 400",
+    ),
+    pytest.param(
+        "POST",
+        _deep(300_000),
+        "application/json",
+        400,
+        "BadRequest",
+        "more than 262144 JSON values",
+        "too_many_values",
+        id="three hundred thousand objects are a 400, counted before decoding",
+    ),
+    pytest.param(
+        "POST",
+        orjson.dumps(create(valid_spec())),
+        "text/plain",
+        415,
+        "UnsupportedMediaType",
+        "Content-Type must be application/json",
+        "unsupported_media_type",
+        id="a wrong Content-Type is a 415",
+    ),
+    pytest.param(
+        "POST",
+        orjson.dumps(create(valid_spec())),
+        "application/x-yaml",
+        415,
+        "UnsupportedMediaType",
+        "got application/x-yaml",
+        "unsupported_media_type",
+        id="YAML is a 415",
+    ),
+    pytest.param(
+        "PUT",
+        orjson.dumps(create(valid_spec())),
+        "application/json",
+        405,
+        "MethodNotAllowed",
+        "use POST",
+        "method_not_allowed",
+        id="PUT is a 405",
+    ),
+    pytest.param(
+        "GET",
+        b"",
+        "application/json",
+        405,
+        "MethodNotAllowed",
+        "use POST",
+        "method_not_allowed",
+        id="GET /validate is a 405",
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -142,13 +226,15 @@ async def test_a_chunked_body_over_the_limit_is_a_413(start_webhook: WebhookFact
             yield b"y" * 4096
 
     async with webhook.client.session.post(
-        webhook.client.base + "/validate", data=chunks(),
+        webhook.client.base + "/validate",
+        data=chunks(),
         headers={"Content-Type": "application/json"},
-    ) as response:  # fmt: skip
+    ) as response:
         assert response.status == 413
-    assert await webhook.client.metric(
-        'feedbackstore_webhook_bad_requests_total{reason="too_large"}'
-    ) == 1.0  # fmt: skip
+    assert (
+        await webhook.client.metric('feedbackstore_webhook_bad_requests_total{reason="too_large"}')
+        == 1.0
+    )
 
 
 async def test_the_default_limit_takes_an_update_of_two_large_objects(webhook: Webhook) -> None:
@@ -190,8 +276,12 @@ async def test_readyz_turns_503_once_shutdown_begins(webhook: Webhook) -> None:
 
 
 async def test_metrics_count_requests_by_operation_and_verdict(webhook: Webhook) -> None:
-    for sent in [create(valid_spec()), create(duplicate_spec()), create(duplicate_spec()),
-                 update(valid_spec(), duplicate_spec())]:  # fmt: skip
+    for sent in [
+        create(valid_spec()),
+        create(duplicate_spec()),
+        create(duplicate_spec()),
+        update(valid_spec(), duplicate_spec()),
+    ]:
         await admitted(webhook, sent)
     await webhook.client.post("/validate", b"{")
     metric = webhook.client.metric
@@ -239,9 +329,12 @@ async def test_an_unusual_operation_is_counted_under_other(webhook: Webhook) -> 
     for i in range(3):
         sent["request"]["operation"] = f"WEIRD-{i}"
         await admitted(webhook, sent)
-    assert await webhook.client.metric(
-        'feedbackstore_webhook_admission_requests_total{operation="OTHER",verdict="allowed"}'
-    ) == 3  # fmt: skip
+    assert (
+        await webhook.client.metric(
+            'feedbackstore_webhook_admission_requests_total{operation="OTHER",verdict="allowed"}'
+        )
+        == 3
+    )
 
 
 async def test_a_denial_is_one_json_log_line_without_the_object(
@@ -254,12 +347,30 @@ async def test_a_denial_is_one_json_log_line_without_the_object(
     assert len(lines) == 1
     entry = orjson.loads(lines[0])
     request = sent["request"]
-    assert {k: entry[k] for k in ("msg", "uid", "operation", "namespace", "name", "user",
-                                  "problems", "dry_run", "why")} == {
-        "msg": "denied", "uid": request["uid"], "operation": "CREATE", "namespace": "agents",
-        "name": "support-feedback", "user": "jane@example.com", "problems": 1, "dry_run": True,
+    assert {
+        k: entry[k]
+        for k in (
+            "msg",
+            "uid",
+            "operation",
+            "namespace",
+            "name",
+            "user",
+            "problems",
+            "dry_run",
+            "why",
+        )
+    } == {
+        "msg": "denied",
+        "uid": request["uid"],
+        "operation": "CREATE",
+        "namespace": "agents",
+        "name": "support-feedback",
+        "user": "jane@example.com",
+        "problems": 1,
+        "dry_run": True,
         "why": "invalid",
-    }  # fmt: skip
+    }
     assert "thumbs" not in lines[0]
     assert "spec" not in entry
     assert entry["level"] == "info"

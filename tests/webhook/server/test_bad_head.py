@@ -1,4 +1,4 @@
-"""A request head aiohttp's parser refuses is the client's fault (issue 27 item 3): a 4xx JSON
+"""A request head aiohttp's parser refuses is the client's fault: a 4xx JSON
 Status (431 for oversized or too many headers), one warning line without a traceback, counted
 with the other bad requests; and the server keeps serving."""
 
@@ -20,18 +20,35 @@ START = f"POST /validate HTTP/1.1\r\nHost: {SERVICE_DNS}\r\n".encode()
 END = b"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 
 HEADS = [
-    pytest.param(START + b"X-Big: " + b"a" * 100 * 1024 + b"\r\n" + END, 431, "header_too_large",
-                 "a request or header line exceeds 8190 bytes",
-                 id="a 100 KiB header line is 431"),
-    pytest.param(b"POST /validate?" + b"q" * 100 * 1024 + b" HTTP/1.1\r\n" + END, 431,
-                 "header_too_large", "a request or header line exceeds 8190 bytes",
-                 id="a 100 KiB request line is 431"),
-    pytest.param(START + b"".join(b"X-H%d: v\r\n" % i for i in range(500)) + END, 431,
-                 "too_many_headers", "more than 128 header lines",
-                 id="500 headers are 431"),
-    pytest.param(b"POST /validate HTTP/1.1\r\nNo colon here\r\n" + END, 400, "bad_http",
-                 "malformed HTTP request: ", id="a header line without a colon is 400"),
-]  # fmt: skip
+    pytest.param(
+        START + b"X-Big: " + b"a" * 100 * 1024 + b"\r\n" + END,
+        431,
+        "header_too_large",
+        "a request or header line exceeds 8190 bytes",
+        id="a 100 KiB header line is 431",
+    ),
+    pytest.param(
+        b"POST /validate?" + b"q" * 100 * 1024 + b" HTTP/1.1\r\n" + END,
+        431,
+        "header_too_large",
+        "a request or header line exceeds 8190 bytes",
+        id="a 100 KiB request line is 431",
+    ),
+    pytest.param(
+        START + b"".join(b"X-H%d: v\r\n" % i for i in range(500)) + END,
+        431,
+        "too_many_headers",
+        "more than 128 header lines",
+        id="500 headers are 431",
+    ),
+    pytest.param(
+        b"POST /validate HTTP/1.1\r\nNo colon here\r\n" + END,
+        400,
+        "bad_http",
+        "malformed HTTP request: ",
+        id="a header line without a colon is 400",
+    ),
+]
 
 
 @pytest.mark.parametrize(("head", "status", "reason", "message"), HEADS)

@@ -99,10 +99,12 @@ async def _guarded(
 @pytest.mark.parametrize(
     ("signed_by", "served"),
     [("client CA", True), ("nobody", False), ("another CA", False)],
-    ids=["a certificate the client CA signed is served",
-         "no client certificate is refused in the handshake",
-         "a certificate another CA signed is refused in the handshake"],
-)  # fmt: skip
+    ids=[
+        "a certificate the client CA signed is served",
+        "no client certificate is refused in the handshake",
+        "a certificate another CA signed is refused in the handshake",
+    ],
+)
 async def test_the_webhook_port_serves_only_a_client_the_ca_signed(
     guarded: Guarded, version: ssl.TLSVersion, signed_by: str, served: bool
 ) -> None:
@@ -228,10 +230,13 @@ async def test_a_broken_client_ca_is_refused_and_the_previous_one_kept(
 
 @pytest.mark.parametrize(
     ("content", "reason"),
-    [(None, "No such file"), (b"", "no PEM certificate in it"),
-     (b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", "PEM lib")],
+    [
+        (None, "No such file"),
+        (b"", "no PEM certificate in it"),
+        (b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", "PEM lib"),
+    ],
     ids=["a missing file", "an empty file", "a broken PEM block"],
-)  # fmt: skip
+)
 async def test_a_server_whose_client_ca_cannot_be_loaded_does_not_start(
     tmp_path: pathlib.Path, serving_files: PlainFiles, content: bytes | None, reason: str
 ) -> None:
@@ -259,17 +264,23 @@ async def test_without_a_client_ca_the_probe_port_serves_the_same_pair(
 
 @pytest.mark.parametrize(
     ("flags", "message"),
-    [(["--client-ca-file", "ca.crt"], "--client-ca-file needs --probe-port"),
-     (["--port", "8443", "--probe-port", "8443"], "--probe-port must differ from --port")],
+    [
+        (["--client-ca-file", "ca.crt"], "--client-ca-file needs --probe-port"),
+        (["--port", "8443", "--probe-port", "8443"], "--probe-port must differ from --port"),
+    ],
     ids=["a client CA without a probe port", "the probe port on the webhook port"],
-)  # fmt: skip
+)
 def test_serve_refuses_flags_that_would_leave_the_probes_unanswered(
     serving_files: PlainFiles, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
     from webhook.cli.main import main
 
-    tls = ["--tls-cert-file", str(serving_files.cert),
-           "--tls-private-key-file", str(serving_files.key)]  # fmt: skip
+    tls = [
+        "--tls-cert-file",
+        str(serving_files.cert),
+        "--tls-private-key-file",
+        str(serving_files.key),
+    ]
     assert main(["serve", *tls, *flags]) == 2
     assert message in capsys.readouterr().err
 

@@ -44,8 +44,14 @@ def _console(tmp_path: pathlib.Path) -> Iterator[Any]:
 
 
 def tls_args(files: PlainFiles) -> list[str]:
-    return ["--tls-cert-file", str(files.cert), "--tls-private-key-file", str(files.key),
-            "--host", "127.0.0.1"]  # fmt: skip
+    return [
+        "--tls-cert-file",
+        str(files.cert),
+        "--tls-private-key-file",
+        str(files.key),
+        "--host",
+        "127.0.0.1",
+    ]
 
 
 def serving_port(server: ConsoleServer) -> int:
@@ -57,9 +63,14 @@ async def test_sigterm_turns_not_ready_finishes_in_flight_requests_and_exits_0(
     console: Any, serving_files: PlainFiles, ca: trustme.CA
 ) -> None:
     server: ConsoleServer = console(
-        *tls_args(serving_files), "--port", "0", "--shutdown-delay", "1.5",
-        "--shutdown-timeout", "10",
-    )  # fmt: skip
+        *tls_args(serving_files),
+        "--port",
+        "0",
+        "--shutdown-delay",
+        "1.5",
+        "--shutdown-timeout",
+        "10",
+    )
     port = serving_port(server)
     context = client_context(ca)
     # A request in flight: headers and half the body sent before SIGTERM, the rest after.
@@ -122,8 +133,9 @@ async def test_the_real_process_rotates_its_certificate_and_refuses_old_tls(
 
 
 async def test_sigint_stops_at_once_and_exits_0(console: Any, serving_files: PlainFiles) -> None:
-    server: ConsoleServer = console(*tls_args(serving_files), "--port", "0",
-                                    "--shutdown-delay", "30")  # fmt: skip
+    server: ConsoleServer = console(
+        *tls_args(serving_files), "--port", "0", "--shutdown-delay", "30"
+    )
     serving_port(server)
     server.signal(signal.SIGINT)
     assert server.wait(timeout=15) == 0
@@ -178,13 +190,20 @@ async def test_dev_mode_reuses_its_certificates(console: Any, tmp_path: pathlib.
 @pytest.mark.parametrize(
     ("args", "code", "expected"),
     [
-        pytest.param(["--port", "0"], 2, "--tls-cert-file and --tls-private-key-file are required",
-                     id="no certificate flags is a usage error"),
-        pytest.param(["--tls-cert-file", "nope.crt", "--tls-private-key-file", "nope.key",
-                      "--port", "0"], 1, "cannot load the serving certificate",
-                     id="a missing certificate file stops the server with exit 1"),
+        pytest.param(
+            ["--port", "0"],
+            2,
+            "--tls-cert-file and --tls-private-key-file are required",
+            id="no certificate flags is a usage error",
+        ),
+        pytest.param(
+            ["--tls-cert-file", "nope.crt", "--tls-private-key-file", "nope.key", "--port", "0"],
+            1,
+            "cannot load the serving certificate",
+            id="a missing certificate file stops the server with exit 1",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_server_that_cannot_start_says_why(
     console: Any, args: list[str], code: int, expected: str
 ) -> None:

@@ -42,9 +42,17 @@ def _configured() -> Iterator[io.StringIO]:
         root.setLevel(level)
 
 
-FIELDS = {"uid": "0f3c", "operation": "CREATE", "resource": "feedbackstores.agents.ctxmesh.ai",
-          "namespace": "agents", "name": "support-feedback", "user": "jöhn", "dry_run": False,
-          "why": "invalid", "problems": 1}  # fmt: skip
+FIELDS = {
+    "uid": "0f3c",
+    "operation": "CREATE",
+    "resource": "feedbackstores.agents.ctxmesh.ai",
+    "namespace": "agents",
+    "name": "support-feedback",
+    "user": "jöhn",
+    "dry_run": False,
+    "why": "invalid",
+    "problems": 1,
+}
 
 
 def written(stream: io.StringIO) -> list[dict[str, Any]]:
@@ -61,17 +69,29 @@ def test_fields_in_one_mapping_make_the_line_s_keys_in_both_processes(
     logs.logger("status.writer").info("written", extra={"fields": {"object": "support"}})
     denied, status = written(configured)
     assert denied.pop("time")[:4] == status.pop("time")[:4]
-    assert denied == {"level": "info", "logger": "feedbackstore.admission",
-                      "msg": "denied", "pid": denied["pid"], **FIELDS}  # fmt: skip
-    assert status == {"level": "info", "logger": "feedbackstore.status.writer", "msg": "written",
-                      "pid": denied["pid"], "object": "support"}  # fmt: skip
+    assert denied == {
+        "level": "info",
+        "logger": "feedbackstore.admission",
+        "msg": "denied",
+        "pid": denied["pid"],
+        **FIELDS,
+    }
+    assert status == {
+        "level": "info",
+        "logger": "feedbackstore.status.writer",
+        "msg": "written",
+        "pid": denied["pid"],
+        "object": "support",
+    }
 
 
 @pytest.mark.parametrize(
     ("level", "expected"),
-    [pytest.param("info", ["denied", "odd"], id="at info both lines are written"),
-     pytest.param("warning", ["odd"], id="at warning the info line is not written")],
-)  # fmt: skip
+    [
+        pytest.param("info", ["denied", "odd"], id="at info both lines are written"),
+        pytest.param("warning", ["odd"], id="at warning the info line is not written"),
+    ],
+)
 def test_the_configured_level_decides(
     configured: io.StringIO, level: str, expected: list[str]
 ) -> None:
@@ -158,8 +178,9 @@ def denial_lines(server: ConsoleServer) -> list[dict[str, Any]]:
 async def test_every_answered_denial_has_one_whole_line_even_with_sigterm_mid_load(
     console: Any, serving_files: PlainFiles, ca: trustme.CA
 ) -> None:
-    server: ConsoleServer = console(*tls_args(serving_files), "--port", "0",
-                                    "--shutdown-delay", "1")  # fmt: skip
+    server: ConsoleServer = console(
+        *tls_args(serving_files), "--port", "0", "--shutdown-delay", "1"
+    )
     port = serving_port(server)
     # Denials keep coming until the port closes, the last ones still in flight when it does.
     load = asyncio.create_task(post_denials(port, ca, 100_000))
@@ -173,11 +194,18 @@ async def test_every_answered_denial_has_one_whole_line_even_with_sigterm_mid_lo
     assert len(logged) == len(set(logged))
     assert set(answered) <= set(logged)
     for entry in lines:
-        assert {k: entry[k] for k in ("operation", "namespace", "name", "user", "problems",
-                                      "why", "level")} == {
-            "operation": "CREATE", "namespace": "agents", "name": "support-feedback",
-            "user": "jane@example.com", "problems": 1, "why": "invalid", "level": "info",
-        }  # fmt: skip
+        assert {
+            k: entry[k]
+            for k in ("operation", "namespace", "name", "user", "problems", "why", "level")
+        } == {
+            "operation": "CREATE",
+            "namespace": "agents",
+            "name": "support-feedback",
+            "user": "jane@example.com",
+            "problems": 1,
+            "why": "invalid",
+            "level": "info",
+        }
     messages = [e.get("msg") for e in server.logs]
     assert messages.index("shutting down") < messages.index("stopped")
 
@@ -188,8 +216,9 @@ async def test_at_warning_level_denials_are_not_logged_but_bad_requests_are(
     with socket.socket() as probe:  # at warning level no "serving" line tells the port
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server: ConsoleServer = console(*tls_args(serving_files), "--port", str(port),
-                                    "--log-level", "warning")  # fmt: skip
+    server: ConsoleServer = console(
+        *tls_args(serving_files), "--port", str(port), "--log-level", "warning"
+    )
     client = WebhookClient(port, client_context(ca))
     try:
         await eventually(lambda: ready(client))

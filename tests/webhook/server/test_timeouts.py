@@ -46,10 +46,11 @@ async def test_a_client_that_never_finishes_the_tls_handshake_is_dropped(
     "sent_before_stalling",
     [
         pytest.param(b"", id="a connection that never sends a request"),
-        pytest.param(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Ty",
-                     id="headers that stop halfway"),
+        pytest.param(
+            b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Ty", id="headers that stop halfway"
+        ),
     ],
-)  # fmt: skip
+)
 async def test_an_idle_or_slow_connection_is_closed_after_the_idle_timeout(
     start_webhook: WebhookFactory, sent_before_stalling: bytes
 ) -> None:

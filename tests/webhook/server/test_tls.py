@@ -105,11 +105,13 @@ async def test_tls_before_1_2_is_refused(
 
 @pytest.mark.parametrize(
     ("version", "cipher"),
-    [(ssl.TLSVersion.TLSv1_2, "ECDHE-ECDSA-AES128-GCM-SHA256"),
-     (ssl.TLSVersion.TLSv1_2, "ECDHE-ECDSA-CHACHA20-POLY1305"),
-     (ssl.TLSVersion.TLSv1_3, None)],
+    [
+        (ssl.TLSVersion.TLSv1_2, "ECDHE-ECDSA-AES128-GCM-SHA256"),
+        (ssl.TLSVersion.TLSv1_2, "ECDHE-ECDSA-CHACHA20-POLY1305"),
+        (ssl.TLSVersion.TLSv1_3, None),
+    ],
     ids=["TLS 1.2 with AES-GCM", "TLS 1.2 with ChaCha20", "TLS 1.3"],
-)  # fmt: skip
+)
 async def test_tls_1_2_and_1_3_with_aead_ciphers_are_served(
     webhook: Webhook, version: ssl.TLSVersion, cipher: str | None
 ) -> None:
@@ -181,9 +183,10 @@ async def test_a_certificate_rewritten_in_place_is_served_to_new_connections(
     await rotated(webhook, webhook.files.write, new)
     status, _ = await old_client.review(create(valid_spec()))
     assert status == 200
-    assert await old_client.metric(
-        'feedbackstore_webhook_certificate_reloads_total{result="loaded"}'
-    ) >= 1  # fmt: skip
+    assert (
+        await old_client.metric('feedbackstore_webhook_certificate_reloads_total{result="loaded"}')
+        >= 1
+    )
 
 
 async def test_a_secret_volume_symlink_swap_is_served_within_seconds(
@@ -221,10 +224,12 @@ async def test_a_client_without_sni_is_given_the_rotated_certificate(webhook: We
     [
         pytest.param(lambda pair, other: (pair.cert, other.key), id="a key that does not match"),
         pytest.param(lambda pair, other: (pair.cert, b"garbage"), id="a key that is not PEM"),
-        pytest.param(lambda pair, other: (b"-----BEGIN CERTIFICATE-----\nAAAA\n", pair.key),
-                     id="a certificate that is not PEM"),
+        pytest.param(
+            lambda pair, other: (b"-----BEGIN CERTIFICATE-----\nAAAA\n", pair.key),
+            id="a certificate that is not PEM",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_a_broken_new_pair_is_refused_and_the_old_one_keeps_serving(
     webhook: Webhook,
     caplog: pytest.LogCaptureFixture,

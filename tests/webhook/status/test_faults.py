@@ -243,9 +243,10 @@ def test_a_429_holds_a_finalizer_write_of_another_object_too(
 def finalizer_writes(emu: ApiServerEmulator, name: str) -> list[Any]:
     """PATCHes of the object itself (not its status): the finalizer's apply."""
     return [
-        r for r in emu.requests
+        r
+        for r in emu.requests
         if r.method == "PATCH" and r.path.split("?")[0].endswith(f"/feedbackstores/{name}")
-    ]  # fmt: skip
+    ]
 
 
 def get_statuses(emu: ApiServerEmulator) -> list[int | None]:

@@ -25,16 +25,21 @@ WARN = Transition("Warning", "InvalidSpec")
 FIXED = Transition("Normal", "SpecCoherent")
 
 
-def agent(feedback: object = None, *, ref: str | None = None, version: str = "v1beta1",
-          **spec: object) -> dict[str, Any]:  # fmt: skip
+def agent(
+    feedback: object = None, *, ref: str | None = None, version: str = "v1beta1", **spec: object
+) -> dict[str, Any]:
     body: dict[str, Any] = {**spec}
     if feedback is not None:
         body["feedback"] = feedback
     if ref is not None:
         body["feedbackStoreRef"] = ref
     metadata = {"name": KEY[1], "namespace": KEY[0], "uid": "u-1"}
-    return {"apiVersion": f"agents.ctxmesh.ai/{version}", "kind": "AgentDeployment",
-            "metadata": metadata, "spec": body}  # fmt: skip
+    return {
+        "apiVersion": f"agents.ctxmesh.ai/{version}",
+        "kind": "AgentDeployment",
+        "metadata": metadata,
+        "spec": body,
+    }
 
 
 class Recorder:
@@ -43,8 +48,14 @@ class Recorder:
     def __init__(self) -> None:
         self.sent: list[tuple[str, Transition, str, tuple[str, str]]] = []
 
-    def emit(self, obj: dict[str, Any], change: Transition, message: str, now: datetime,
-             about: tuple[str, str]) -> None:  # fmt: skip
+    def emit(
+        self,
+        obj: dict[str, Any],
+        change: Transition,
+        message: str,
+        now: datetime,
+        about: tuple[str, str],
+    ) -> None:
         self.sent.append((obj["metadata"]["name"], change, message, about))
 
 
@@ -119,14 +130,26 @@ def test_the_warning_names_every_problem_at_its_path_under_spec_feedback() -> No
 
 
 def test_the_event_is_about_the_agent() -> None:
-    body = event_body(agent(INVALID), WARN, INVALID_MESSAGE, "writer-0",
-                      datetime(2026, 1, 1, tzinfo=UTC), ("agents.ctxmesh.ai/v1beta1",
-                                                         "AgentDeployment"))  # fmt: skip
-    assert body["involvedObject"] == {"apiVersion": "agents.ctxmesh.ai/v1beta1",
-                                      "kind": "AgentDeployment", "name": "support-bot",
-                                      "namespace": "agents", "uid": "u-1"}  # fmt: skip
-    assert (body["type"], body["reason"], body["message"]) == ("Warning", "InvalidSpec",
-                                                               INVALID_MESSAGE)  # fmt: skip
+    body = event_body(
+        agent(INVALID),
+        WARN,
+        INVALID_MESSAGE,
+        "writer-0",
+        datetime(2026, 1, 1, tzinfo=UTC),
+        ("agents.ctxmesh.ai/v1beta1", "AgentDeployment"),
+    )
+    assert body["involvedObject"] == {
+        "apiVersion": "agents.ctxmesh.ai/v1beta1",
+        "kind": "AgentDeployment",
+        "name": "support-bot",
+        "namespace": "agents",
+        "uid": "u-1",
+    }
+    assert (body["type"], body["reason"], body["message"]) == (
+        "Warning",
+        "InvalidSpec",
+        INVALID_MESSAGE,
+    )
 
 
 def test_a_standby_tells_nothing_and_tells_it_once_leading() -> None:

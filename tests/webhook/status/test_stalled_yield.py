@@ -35,8 +35,14 @@ ALL_FIELDS = ("lastTransitionTime", "message", "observedGeneration", "reason", "
 
 
 def condition(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
-    return {"type": kind, "status": status, "reason": reason, "message": message,
-            "observedGeneration": 1, "lastTransitionTime": EARLIER}  # fmt: skip
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": 1,
+        "lastTransitionTime": EARLIER,
+    }
 
 
 INVALID_VALIDATED = condition("Validated", "False", "InvalidSpec", OURS)
@@ -48,16 +54,31 @@ def owning(manager: str, operation: str, kind: str, *fields: str) -> dict[str, A
     """A managedFields entry owning `fields` of the `kind` condition (and `.` when listed)."""
     item = {("." if f == "." else f"f:{f}"): {} for f in fields}
     conditions = {f'k:{{"type":"{kind}"}}': item}
-    return {"manager": manager, "operation": operation, "apiVersion": api.API_VERSION,
-            "fieldsType": "FieldsV1", "subresource": "status",
-            "fieldsV1": {"f:status": {"f:conditions": conditions}}}  # fmt: skip
+    return {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": api.API_VERSION,
+        "fieldsType": "FieldsV1",
+        "subresource": "status",
+        "fieldsV1": {"f:status": {"f:conditions": conditions}},
+    }
 
 
 def store(spec: dict[str, Any], conditions: list[dict[str, Any]], *managed: dict[str, Any]) -> dict:
-    metadata = {"name": "support", "namespace": "agents", "generation": 1,
-                "resourceVersion": "42", "managedFields": list(managed)}  # fmt: skip
-    return {"apiVersion": api.API_VERSION, "kind": api.KIND, "metadata": metadata, "spec": spec,
-            "status": {"conditions": conditions}}  # fmt: skip
+    metadata = {
+        "name": "support",
+        "namespace": "agents",
+        "generation": 1,
+        "resourceVersion": "42",
+        "managedFields": list(managed),
+    }
+    return {
+        "apiVersion": api.API_VERSION,
+        "kind": api.KIND,
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"conditions": conditions},
+    }
 
 
 OUR_STALLED = owning(WRITER, "Apply", "Stalled", ".", *ALL_FIELDS)
@@ -72,18 +93,25 @@ def test_a_missing_stalled_beside_an_up_to_date_validated_is_written() -> None:
 def test_a_valid_store_is_not_stalled_and_says_so_with_the_platforms_words() -> None:
     plan = plan_status(store(VALID_SPEC, []), NOW)
     assert plan.stalled == {
-        "type": api.STALLED_CONDITION_TYPE, "status": "False", "reason": api.REASON_VALID,
-        "message": messages.MESSAGE_VALID, "observedGeneration": 1,
+        "type": api.STALLED_CONDITION_TYPE,
+        "status": "False",
+        "reason": api.REASON_VALID,
+        "message": messages.MESSAGE_VALID,
+        "observedGeneration": 1,
         "lastTransitionTime": NOW_TEXT,
-    }  # fmt: skip
+    }
 
 
 # (id, object, managers yielded to, conditions our apply carries, its precondition, needed)
 YIELD_CASES: list[tuple[str, dict[str, Any], tuple[str, ...], list[dict], str | None, bool]] = [
     (
         "only our apply owns Validated: we write it, every problem in it",
-        store(DUPLICATE_SPEC, [THEIR_VALIDATED, INVALID_STALLED],
-              owning(WRITER, "Apply", "Validated", ".", *ALL_FIELDS), OUR_STALLED),
+        store(
+            DUPLICATE_SPEC,
+            [THEIR_VALIDATED, INVALID_STALLED],
+            owning(WRITER, "Apply", "Validated", ".", *ALL_FIELDS),
+            OUR_STALLED,
+        ),
         (),
         [INVALID_VALIDATED, INVALID_STALLED],
         None,
@@ -91,10 +119,23 @@ YIELD_CASES: list[tuple[str, dict[str, Any], tuple[str, ...], list[dict], str | 
     ),
     (
         "the platform's UPDATE took the message: we keep what we own, as it stands, and no write",
-        store(DUPLICATE_SPEC, [THEIR_VALIDATED, INVALID_STALLED],
-              owning(WRITER, "Apply", "Validated", ".", "lastTransitionTime",
-                     "observedGeneration", "reason", "status", "type"),
-              owning(PLATFORM, "Update", "Validated", "message"), OUR_STALLED),
+        store(
+            DUPLICATE_SPEC,
+            [THEIR_VALIDATED, INVALID_STALLED],
+            owning(
+                WRITER,
+                "Apply",
+                "Validated",
+                ".",
+                "lastTransitionTime",
+                "observedGeneration",
+                "reason",
+                "status",
+                "type",
+            ),
+            owning(PLATFORM, "Update", "Validated", "message"),
+            OUR_STALLED,
+        ),
         (PLATFORM,),
         [{k: v for k, v in THEIR_VALIDATED.items() if k != "message"}, INVALID_STALLED],
         "42",
@@ -102,8 +143,12 @@ YIELD_CASES: list[tuple[str, dict[str, Any], tuple[str, ...], list[dict], str | 
     ),
     (
         "the platform wrote Validated first: we carry none of it",
-        store(DUPLICATE_SPEC, [THEIR_VALIDATED, INVALID_STALLED],
-              owning(PLATFORM, "Update", "Validated", ".", *ALL_FIELDS), OUR_STALLED),
+        store(
+            DUPLICATE_SPEC,
+            [THEIR_VALIDATED, INVALID_STALLED],
+            owning(PLATFORM, "Update", "Validated", ".", *ALL_FIELDS),
+            OUR_STALLED,
+        ),
         (PLATFORM,),
         [INVALID_STALLED],
         None,
@@ -111,10 +156,22 @@ YIELD_CASES: list[tuple[str, dict[str, Any], tuple[str, ...], list[dict], str | 
     ),
     (
         "we own only the item and its key: the key alone keeps the item, with no precondition",
-        store(DUPLICATE_SPEC, [THEIR_VALIDATED, INVALID_STALLED],
-              owning(WRITER, "Apply", "Validated", ".", "type"),
-              owning(PLATFORM, "Update", "Validated", "lastTransitionTime", "message",
-                     "observedGeneration", "reason", "status"), OUR_STALLED),
+        store(
+            DUPLICATE_SPEC,
+            [THEIR_VALIDATED, INVALID_STALLED],
+            owning(WRITER, "Apply", "Validated", ".", "type"),
+            owning(
+                PLATFORM,
+                "Update",
+                "Validated",
+                "lastTransitionTime",
+                "message",
+                "observedGeneration",
+                "reason",
+                "status",
+            ),
+            OUR_STALLED,
+        ),
         (PLATFORM,),
         [{"type": "Validated"}, INVALID_STALLED],
         None,
@@ -122,25 +179,32 @@ YIELD_CASES: list[tuple[str, dict[str, Any], tuple[str, ...], list[dict], str | 
     ),
     (
         "an unknown applier of Validated is yielded to as well",
-        store(VALID_SPEC, [THEIR_VALIDATED],
-              owning("kubectl", "Apply", "Validated", ".", *ALL_FIELDS)),
+        store(
+            VALID_SPEC, [THEIR_VALIDATED], owning("kubectl", "Apply", "Validated", ".", *ALL_FIELDS)
+        ),
         ("kubectl",),
-        [condition("Stalled", "False", "SpecCoherent", messages.MESSAGE_VALID)
-         | {"lastTransitionTime": NOW_TEXT}],
+        [
+            condition("Stalled", "False", "SpecCoherent", messages.MESSAGE_VALID)
+            | {"lastTransitionTime": NOW_TEXT}
+        ],
         None,
         True,
     ),
     (
         "another manager of other conditions only is no reason to yield",
-        store(DUPLICATE_SPEC, [INVALID_VALIDATED, INVALID_STALLED],
-              owning(WRITER, "Apply", "Validated", ".", *ALL_FIELDS), OUR_STALLED,
-              owning(PLATFORM, "Update", "Ready", ".", *ALL_FIELDS)),
+        store(
+            DUPLICATE_SPEC,
+            [INVALID_VALIDATED, INVALID_STALLED],
+            owning(WRITER, "Apply", "Validated", ".", *ALL_FIELDS),
+            OUR_STALLED,
+            owning(PLATFORM, "Update", "Ready", ".", *ALL_FIELDS),
+        ),
         (),
         [INVALID_VALIDATED, INVALID_STALLED],
         None,
         False,
     ),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -174,9 +238,11 @@ def test_a_spec_change_while_yielded_writes_stalled_and_leaves_validated_as_it_s
     assert plan.needed
     assert plan.conditions == [
         {"type": "Validated", "status": "False", "reason": "InvalidSpec"},
-        {**condition("Stalled", "False", "SpecCoherent", messages.MESSAGE_VALID),
-         "lastTransitionTime": NOW_TEXT},
-    ]  # fmt: skip
+        {
+            **condition("Stalled", "False", "SpecCoherent", messages.MESSAGE_VALID),
+            "lastTransitionTime": NOW_TEXT,
+        },
+    ]
     body = apply_configuration(obj, *plan.conditions, resource_version=plan.resource_version)
     assert body["metadata"] == {"name": "support", "namespace": "agents", "resourceVersion": "42"}
 
@@ -187,8 +253,11 @@ def test_a_spec_change_while_yielded_writes_stalled_and_leaves_validated_as_it_s
         ([INVALID_VALIDATED, INVALID_STALLED], [], "False"),
         ([{**INVALID_VALIDATED, "status": "True"}], [], "True"),
         ([THEIR_VALIDATED], [owning(PLATFORM, "Update", "Validated", ".", *ALL_FIELDS)], None),
-        ([THEIR_VALIDATED, {**INVALID_STALLED, "status": "False"}],
-         [owning(PLATFORM, "Update", "Validated", ".", *ALL_FIELDS)], "True"),
+        (
+            [THEIR_VALIDATED, {**INVALID_STALLED, "status": "False"}],
+            [owning(PLATFORM, "Update", "Validated", ".", *ALL_FIELDS)],
+            "True",
+        ),
         ([], [], None),
     ],
     ids=[
@@ -198,7 +267,7 @@ def test_a_spec_change_while_yielded_writes_stalled_and_leaves_validated_as_it_s
         "Stalled says it whoever writes Validated",
         "nothing written yet: no last verdict",
     ],
-)  # fmt: skip
+)
 def test_the_last_verdict_for_events_is_ours(
     conditions: list[dict[str, Any]], managed: list[dict[str, Any]], previous: str | None
 ) -> None:
@@ -213,11 +282,18 @@ HOSTILE: list[tuple[str, object]] = [
     ("an entry is not an object", [None, 3, "Apply"]),
     ("fieldsV1 is a list", [{"manager": "m", "fieldsV1": []}]),
     ("conditions is a string", [{"manager": "m", "fieldsV1": {"f:status": {"f:conditions": "x"}}}]),
-    ("a key is not JSON", [{"manager": "m", "fieldsV1": {"f:status": {"f:conditions": {
-        "k:{type": {"f:status": {}}}}}}]),
+    (
+        "a key is not JSON",
+        [
+            {
+                "manager": "m",
+                "fieldsV1": {"f:status": {"f:conditions": {"k:{type": {"f:status": {}}}}},
+            }
+        ],
+    ),
     ("another condition's key", [owning("m", "Update", "Ready", "status")]),
     ("an empty item owns nothing", [owning("m", "Update", "Validated")]),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("managed", [c[1] for c in HOSTILE], ids=[c[0] for c in HOSTILE])
@@ -241,18 +317,28 @@ def test_owners_are_told_apart_by_manager_and_operation() -> None:
 
 
 def test_the_cache_keeps_of_managed_fields_only_who_owns_the_condition() -> None:
-    spec_entry = {"manager": "kubectl", "operation": "Apply", "fieldsType": "FieldsV1",
-                  "fieldsV1": {"f:spec": {"f:human": {}}}}  # fmt: skip
+    spec_entry = {
+        "manager": "kubectl",
+        "operation": "Apply",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:spec": {"f:human": {}}},
+    }
     mixed = owning(PLATFORM, "Update", "Validated", "message")
     mixed["fieldsV1"]["f:status"]["f:conditions"]['k:{"type":"Ready"}'] = {"f:status": {}}
     obj = store(VALID_SPEC, [], spec_entry, mixed)
     before = condition_owners(obj, "Validated")
     keep_condition_ownership(obj, "Validated")
     assert obj["metadata"]["managedFields"] == [
-        {"manager": PLATFORM, "operation": "Update", "subresource": "status",
-         "fieldsType": "FieldsV1",
-         "fieldsV1": {"f:status": {"f:conditions": {'k:{"type":"Validated"}': {"f:message": {}}}}}},
-    ]  # fmt: skip
+        {
+            "manager": PLATFORM,
+            "operation": "Update",
+            "subresource": "status",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:status": {"f:conditions": {'k:{"type":"Validated"}': {"f:message": {}}}}
+            },
+        },
+    ]
     assert condition_owners(obj, "Validated") == before
     nobody = store(VALID_SPEC, [], spec_entry)
     keep_condition_ownership(nobody, "Validated")

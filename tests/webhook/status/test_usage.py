@@ -82,8 +82,9 @@ def test_the_users_clause_names_ten_and_counts_the_rest(
     assert inuse.in_use_clause(inuse.users_of(holders)) == f"in use by {expected}"
 
 
-def store(*, finalizer: bool = False, deleting: bool = False, in_use: dict[str, Any] | None = None
-          ) -> dict[str, Any]:  # fmt: skip
+def store(
+    *, finalizer: bool = False, deleting: bool = False, in_use: dict[str, Any] | None = None
+) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": "s", "namespace": NS, "uid": "u-1"}
     if finalizer:
         metadata["finalizers"] = ["other.example/keep", inuse.FINALIZER]
@@ -96,41 +97,100 @@ def store(*, finalizer: bool = False, deleting: bool = False, in_use: dict[str, 
 
 
 def cond(status: str, reason: str, message: str) -> dict[str, Any]:
-    return {"type": inuse.CONDITION_TYPE, "status": status, "reason": reason,
-            "message": message, "lastTransitionTime": EARLIER}  # fmt: skip
+    return {
+        "type": inuse.CONDITION_TYPE,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": EARLIER,
+    }
 
 
 USED = cond("True", "Referenced", "in use by 1 AgentDeployment: a")
 FREE = cond("False", "NotReferenced", "no AgentDeployment references it")
-DEFERRED = cond("True", "DeletionDeferred", "deletion deferred until no AgentDeployment "
-                "references it; in use by 1 AgentDeployment: a")  # fmt: skip
+DEFERRED = cond(
+    "True",
+    "DeletionDeferred",
+    "deletion deferred until no AgentDeployment references it; in use by 1 AgentDeployment: a",
+)
 
 # (id, store, view, condition status/reason or None, write needed, finalizer change)
 PLANS: list[tuple[str, dict[str, Any], View, tuple[str, str] | None, bool, Finalizer | None]] = [
-    ("unsynced view: nothing decided, nothing written",
-     store(finalizer=True, in_use=USED), None, ("True", "Referenced"), False, None),
+    (
+        "unsynced view: nothing decided, nothing written",
+        store(finalizer=True, in_use=USED),
+        None,
+        ("True", "Referenced"),
+        False,
+        None,
+    ),
     ("unsynced view, nothing there: nothing at all", store(), None, None, False, None),
-    ("referenced, new: condition and finalizer added",
-     store(), ("a",), ("True", "Referenced"), True, Finalizer.ADD),
-    ("referenced, up to date: no request", store(finalizer=True, in_use=USED), ("a",),
-     ("True", "Referenced"), False, None),
-    ("never referenced: condition written, no finalizer",
-     store(), (), ("False", "NotReferenced"), True, None),
-    ("no longer referenced: finalizer removed", store(finalizer=True, in_use=USED), (),
-     ("False", "NotReferenced"), True, Finalizer.REMOVE),
-    ("deleted while referenced: deferred, finalizer kept",
-     store(finalizer=True, deleting=True, in_use=USED), ("a",),
-     ("True", "DeletionDeferred"), True, None),
-    ("deleted while referenced but not yet held: the finalizer cannot be added any more",
-     store(deleting=True), ("a",), ("True", "DeletionDeferred"), True, None),
-    ("deferred, last agent gone: released",
-     store(finalizer=True, deleting=True, in_use=DEFERRED), (),
-     ("False", "NotReferenced"), True, Finalizer.REMOVE),
+    (
+        "referenced, new: condition and finalizer added",
+        store(),
+        ("a",),
+        ("True", "Referenced"),
+        True,
+        Finalizer.ADD,
+    ),
+    (
+        "referenced, up to date: no request",
+        store(finalizer=True, in_use=USED),
+        ("a",),
+        ("True", "Referenced"),
+        False,
+        None,
+    ),
+    (
+        "never referenced: condition written, no finalizer",
+        store(),
+        (),
+        ("False", "NotReferenced"),
+        True,
+        None,
+    ),
+    (
+        "no longer referenced: finalizer removed",
+        store(finalizer=True, in_use=USED),
+        (),
+        ("False", "NotReferenced"),
+        True,
+        Finalizer.REMOVE,
+    ),
+    (
+        "deleted while referenced: deferred, finalizer kept",
+        store(finalizer=True, deleting=True, in_use=USED),
+        ("a",),
+        ("True", "DeletionDeferred"),
+        True,
+        None,
+    ),
+    (
+        "deleted while referenced but not yet held: the finalizer cannot be added any more",
+        store(deleting=True),
+        ("a",),
+        ("True", "DeletionDeferred"),
+        True,
+        None,
+    ),
+    (
+        "deferred, last agent gone: released",
+        store(finalizer=True, deleting=True, in_use=DEFERRED),
+        (),
+        ("False", "NotReferenced"),
+        True,
+        Finalizer.REMOVE,
+    ),
     ("CRD not served, no condition: nothing written", store(), NOT_SERVED, None, False, None),
-    ("CRD not served, stale condition and finalizer: corrected and released",
-     store(finalizer=True, in_use=USED), NOT_SERVED,
-     ("False", "AgentDeploymentsNotServed"), True, Finalizer.REMOVE),
-]  # fmt: skip
+    (
+        "CRD not served, stale condition and finalizer: corrected and released",
+        store(finalizer=True, in_use=USED),
+        NOT_SERVED,
+        ("False", "AgentDeploymentsNotServed"),
+        True,
+        Finalizer.REMOVE,
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -178,5 +238,7 @@ def test_finalizer_configuration_claims_our_entry_or_nothing() -> None:
     identity = {"name": "s", "namespace": NS, "uid": "u-1"}
     head = {"apiVersion": "agents.ctxmesh.ai/v1beta1", "kind": "FeedbackStore"}
     assert finalizer_configuration(obj, True) == {
-        **head, "metadata": {**identity, "finalizers": [inuse.FINALIZER]}}  # fmt: skip
+        **head,
+        "metadata": {**identity, "finalizers": [inuse.FINALIZER]},
+    }
     assert finalizer_configuration(obj, False) == {**head, "metadata": identity}

@@ -1,12 +1,13 @@
-"""The README's flag tables against the CLI's own parsers: every flag and every default.
+"""The docs' flag tables against the CLI's own parsers: every flag and every default.
 
 Each default is declared once, in the settings a flag fills (`ServerConfig`,
-`WriterSettings`, the doctor's `Target`); the README restates them for readers. These
-tests read the tables of `serve` and `status-writer` and the doctor's `Flags:` line and
+`WriterSettings`, the doctor's `Target`); the docs restate them for readers. These
+tests read the tables of `serve` (docs/webhook.md) and `status-writer`
+(docs/status-writer.md) and the doctor's `Flags:` line (docs/troubleshooting.md) and
 compare them with the argparse actions `webhook.cli.main.build_parser` builds, so a
-default changed in code without the README (or the other way round) fails here.
+default changed in code without the docs (or the other way round) fails here.
 
-How a README default is read:
+How a default in the docs is read:
 - one backticked value (`8443`, `certs/dev`): argparse's own conversion of it (the
   flag's `type`) must equal the flag's default;
 - a size such as `7 MiB`: that many bytes;
@@ -18,17 +19,16 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from tests.docs.pages import page
 from webhook.cli.doctor import target_from
 from webhook.cli.main import build_parser
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-# The README heading whose section documents each subcommand's flags.
+# The pages that document the subcommands' flags, and the heading of each one's section.
+PAGES = ("webhook.md", "status-writer.md", "troubleshooting.md")
 SECTIONS = {"Admission webhook": "serve", "Status writer": "status-writer", "Doctor": "doctor"}
 TABLE_COMMANDS = ("serve", "status-writer")
 UNITS = {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
@@ -39,7 +39,7 @@ _LITERAL = re.compile(r"`([^`]*)`")
 
 @dataclass(frozen=True)
 class Stated:
-    """One flag as the README states it: its default cell (None: no default stated)."""
+    """One flag as the docs state it: its default cell (None: no default stated)."""
 
     flag: str
     default: str | None
@@ -114,36 +114,49 @@ def _split_defaults(flag_cell: str, default_cell: str, count: int) -> list[str]:
     return [default_cell] * count
 
 
-def stated_flags(text: str) -> dict[str, list[Stated]]:
-    """Per subcommand, each flag its README table or `Flags:` line names."""
+def docs() -> dict[str, str]:
+    """Each page that documents flags, by its path in the repository."""
+    return {f"docs/{name}": page(name).read_text(encoding="utf-8") for name in PAGES}
+
+
+def stated_flags(pages: Mapping[str, str]) -> dict[str, list[Stated]]:
+    """Per subcommand, each flag its table or `Flags:` line names, on any of the pages."""
     found: dict[str, list[Stated]] = {}
+    for name, text in pages.items():
+        for command, stated in _stated_on(name, text):
+            found.setdefault(command, []).extend(stated)
+    return found
+
+
+def _stated_on(name: str, text: str) -> Iterator[tuple[str, list[Stated]]]:
     for command, start, block in _sections(text):
         header = _cells(block[0]) if block[0].startswith("|") else []
         if header[:2] == ["flag", "default"]:
             assert command in TABLE_COMMANDS, (
-                f"README.md:{start}: a flag table under no subcommand's section {SECTIONS}"
+                f"{name}:{start}: a flag table under no subcommand's section {SECTIONS}"
             )
+            rows: list[Stated] = []
             for offset, row in enumerate(block[2:], start=start + 2):
                 flag_cell, default_cell, *_ = _cells(row)
                 names = _FLAG.findall(flag_cell)
-                assert names, f"README.md:{offset}: no `--flag` in {flag_cell!r}"
+                assert names, f"{name}:{offset}: no `--flag` in {flag_cell!r}"
                 defaults = _split_defaults(flag_cell, default_cell, len(names))
-                found.setdefault(command, []).extend(
-                    Stated(name, default, f"README.md:{offset}")
-                    for name, default in zip(names, defaults, strict=True)
+                rows.extend(
+                    Stated(flag, default, f"{name}:{offset}")
+                    for flag, default in zip(names, defaults, strict=True)
                 )
+            yield command, rows
         elif command == "doctor" and block[0].startswith("Flags:"):
-            found.setdefault(command, []).extend(_doctor_flags(" ".join(block), start))
-    return found
+            yield command, list(_doctor_flags(" ".join(block), f"{name}:{start}"))
 
 
-def _doctor_flags(paragraph: str, line: int) -> Iterator[Stated]:
+def _doctor_flags(paragraph: str, where: str) -> Iterator[Stated]:
     """The doctor's `Flags: `--a`, `--b` (default `x`), ...` line."""
     for match in re.finditer(r"`(-{1,2}[a-z][a-z0-9-]*)[^`]*`( \(default[^)]*\))?", paragraph):
         default = match.group(2)
         if default is not None:
             default = re.sub(r"^ \(default:? ", "", default).split(":")[0].rstrip(")").strip()
-        yield Stated(match.group(1), default, f"README.md:{line}")
+        yield Stated(match.group(1), default, where)
 
 
 def _effective_defaults(command: str, parser: argparse.ArgumentParser) -> dict[str, Any]:
@@ -159,7 +172,7 @@ def _effective_defaults(command: str, parser: argparse.ArgumentParser) -> dict[s
 
 
 def _problem(action: argparse.Action, default: Any, stated: str) -> str | None:
-    """Why `stated` is not the README form of `default`, or None when it is."""
+    """Why `stated` is not the docs' form of `default`, or None when it is."""
     literal = _LITERAL.fullmatch(stated)
     size = _SIZE.fullmatch(stated)
     if literal:
@@ -169,22 +182,22 @@ def _problem(action: argparse.Action, default: Any, stated: str) -> str | None:
         except (ValueError, TypeError, argparse.ArgumentTypeError) as error:
             return f"`{literal.group(1)}` is not a value of this flag ({error})"
         if value != default:
-            return f"README says `{literal.group(1)}`, the code's default is {default!r}"
+            return f"the docs say `{literal.group(1)}`, the code's default is {default!r}"
         return None
     if size:
         value = float(size.group(1)) * UNITS[size.group(2)]
         if value != default:
-            return f"README says {stated} ({value:g} bytes), the code's default is {default!r}"
+            return f"the docs say {stated} ({value:g} bytes), the code's default is {default!r}"
         return None
     if default not in (None, False):
-        return f"README says {stated!r} (no value), the code's default is {default!r}"
+        return f"the docs say {stated!r} (no value), the code's default is {default!r}"
     return None
 
 
-def mismatches(text: str) -> list[str]:
-    """Everything the README states about the CLI's flags that the code contradicts."""
+def mismatches(pages: Mapping[str, str]) -> list[str]:
+    """Everything the docs state about the CLI's flags that the code contradicts."""
     problems: list[str] = []
-    stated = stated_flags(text)
+    stated = stated_flags(pages)
     parsers = subparsers()
     for command in (*TABLE_COMMANDS, "doctor"):
         parser = parsers[command]
@@ -192,13 +205,13 @@ def mismatches(text: str) -> list[str]:
         defaults = _effective_defaults(command, parser)
         rows = stated.get(command, [])
         if not rows:
-            problems.append(f"README.md has no flags of {command}")
+            problems.append(f"the docs have no flags of {command}")
             continue
         seen = [row.flag for row in rows]
         documented = {by_name[name].dest for name in seen if name in by_name}
         for action in {a.dest: a for a in by_name.values()}.values():
             if action.dest not in documented:
-                problems.append(f"{command} {action.option_strings[-1]}: not in the README")
+                problems.append(f"{command} {action.option_strings[-1]}: not in the docs")
         for row in rows:
             where = f"{row.where}: {command} {row.flag}"
             if row.flag not in by_name:
@@ -213,19 +226,26 @@ def mismatches(text: str) -> list[str]:
     return sorted(set(problems))
 
 
-def test_readme_states_every_flag_and_default_as_the_code_does() -> None:
-    assert mismatches(README.read_text(encoding="utf-8")) == []
+def test_the_docs_state_every_flag_and_default_as_the_code_does() -> None:
+    assert mismatches(docs()) == []
 
 
 def test_every_documented_subcommand_is_read() -> None:
-    stated = stated_flags(README.read_text(encoding="utf-8"))
+    stated = stated_flags(docs())
     assert set(stated) == {*TABLE_COMMANDS, "doctor"}
     flags = {row.flag for row in stated["serve"]}
     assert {"--port", "--tls-cert-file", "--tls-private-key-file", "--dev-certs-dir"} <= flags
 
 
+def _replaced(pages: dict[str, str], old: str, new: str) -> dict[str, str]:
+    """The pages with `old`, which one of them holds exactly once, made `new`."""
+    (name,) = [name for name, text in pages.items() if old in text]
+    assert pages[name].count(old) == 1, old
+    return {**pages, name: pages[name].replace(old, new)}
+
+
 def test_a_changed_default_is_caught() -> None:
-    text = README.read_text(encoding="utf-8")
+    pages = docs()
     changed = {
         "| `--host ADDR`, `--port N` | all interfaces, `8443` |": (
             "| `--host ADDR`, `--port N` | all interfaces, `8444` |"
@@ -235,14 +255,12 @@ def test_a_changed_default_is_caught() -> None:
         "`--namespace` (default `feedbackstore-system`)": "`--namespace` (default `kube-system`)",
     }
     for old, new in changed.items():
-        assert text.count(old) == 1, old
-        assert mismatches(text.replace(old, new)), f"{new!r} went unnoticed"
+        assert mismatches(_replaced(pages, old, new)), f"{new!r} went unnoticed"
 
 
 def test_a_missing_or_unknown_flag_is_caught() -> None:
-    text = README.read_text(encoding="utf-8")
+    pages = docs()
     row = "| `--workers N` | `4` | concurrent status writes |\n"
-    assert text.count(row) == 1
-    assert mismatches(text.replace(row, "")) == ["status-writer --workers: not in the README"]
-    unknown = text.replace(row, row + "| `--threads N` | `4` | made up |\n")
+    assert mismatches(_replaced(pages, row, "")) == ["status-writer --workers: not in the docs"]
+    unknown = _replaced(pages, row, row + "| `--threads N` | `4` | made up |\n")
     assert any("--threads: no such flag" in problem for problem in mismatches(unknown))

@@ -1,4 +1,4 @@
-"""README "Install on a cluster → Verify" says what the real kube-apiserver prints.
+"""docs/install.md "Verify" says what the real kube-apiserver prints.
 
 The refusal of examples/invalid/duplicate-across-sources.yaml is the shipped
 CRD's CEL message as kube-apiserver v1.37.2 renders it: tests/kube's
@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import re
 
+from tests.docs.pages import section
 from tests.kube.test_kubectl_shipped_crd import ACROSS_REFUSED
-from tests.support.manifest_render import ROOT
 
 
 def verify_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("### Verify\n")
-    return text[start : text.index("\n### ", start + 1)]
+    return section("install.md", "## Verify")
 
 
 def test_the_refusal_is_the_real_servers() -> None:

@@ -134,7 +134,7 @@ def delete_feedbackstore_crd(plane: ControlPlane) -> None:
     in-use protection, applied while their status writer ran): with that writer
     gone, nothing would ever release them, and the CRD's deletion would wait on
     them for good. An admin who uninstalls the writer first removes them by hand
-    (README, "Uninstall"); so does this, for whatever is left. The deletion itself
+    (docs/install.md, "Uninstall"); so does this, for whatever is left. The deletion itself
     deletes every store one by one (a scale test leaves a thousand): minutes under load.
     """
     api = k8s.CustomObjectsApi(api_client(plane))

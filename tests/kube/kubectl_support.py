@@ -6,10 +6,10 @@
   so the text is the same on every run.
 - `console()` renders steps the way a terminal shows them (kubectl writes
   warnings while the request runs, then the result or the error).
-- The README section "What a `kubectl apply` user sees" is made of console
-  blocks, each opening with a `# …` line; `matches_readme()` compares a block
-  with what the server printed (FEEDBACKSTORE_WRITE_README=1 rewrites the block
-  from the run instead, like a snapshot update).
+- The docs section "What a `kubectl apply` user sees" (docs/webhook.md) is made of
+  console blocks, each opening with a `# …` line; `matches_docs()` compares a block
+  with what the server printed (FEEDBACKSTORE_WRITE_README=1 rewrites the block in
+  its page from the run instead, like a snapshot update).
 - `reviews_answered()` reads the webhook's own counter, to tell whether
   kube-apiserver called it at all; `slow_webhook()` is a TLS endpoint that
   answers too late, `registered_but_down()` a registered webhook that was killed.
@@ -41,6 +41,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.docs.pages import page
+from tests.docs.pages import section as page_section
 from tests.kube.cluster import (
     REPO,
     WebhookServer,
@@ -53,15 +55,15 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane, free_port
 
-README = REPO / "README.md"
-SECTION = "### What a `kubectl apply` user sees"
+# A docs section: its page under docs/ and its heading line.
+SECTION = ("webhook.md", "## What a `kubectl apply` user sees")
 EXAMPLES = REPO / "examples"
-# The namespace the README's user works in; every test namespace is shown as this.
+# The namespace the docs' user works in; every test namespace is shown as this.
 SHOWN_NAMESPACE = "agents"
 # The port a transcript shows for a webhook on 127.0.0.1 (the real one is free-picked).
 SHOWN_PORT = "8443"
 
-# The opening lines of the README's console blocks: one per situation a user meets.
+# The opening lines of the docs' console blocks: one per situation a user meets.
 TODAY = "# the CRD as ctxmesh ships it today (no CEL rules), this webhook registered"
 TODAY_LEGACY = (
     "# the same, duplicate-across-sources created (with a finalizer) before the webhook was"
@@ -86,7 +88,7 @@ EDIT_CANCELLED = (
     "error: Edit cancelled, no valid changes were saved.\n"
 )
 
-# The repository's examples, as the README's commands name them.
+# The repository's examples, as the docs' commands name them.
 ACROSS = "examples/invalid/duplicate-across-sources.yaml"
 CHANNEL = "examples/invalid/duplicate-channel.yaml"
 ENUMS = "examples/invalid/wrong-case-enum.yaml"
@@ -184,7 +186,7 @@ class User:
     """kubectl as a user whose current context's namespace is a test namespace.
 
     The repository's `examples/` are staged with that namespace, so commands
-    read like the README's (`kubectl apply -f examples/minimal.yaml`).
+    read like the docs' (`kubectl apply -f examples/minimal.yaml`).
     """
 
     def __init__(self, plane: ControlPlane, namespace: str, workdir: pathlib.Path) -> None:
@@ -244,7 +246,7 @@ class User:
     def run(
         self, command: str, stdin: dict[str, Any] | None = None, *, timeout: float = 60.0
     ) -> Step:
-        """Run `command` (a `kubectl …` line as the README shows it) and normalise its output."""
+        """Run `command` (a `kubectl …` line as the docs show it) and normalise its output."""
         words = shlex.split(command)
         assert words[0] == "kubectl", command
         args = [self._staged(word) for word in words[1:]]
@@ -433,38 +435,33 @@ def _webhook(control_plane: ControlPlane, server: WebhookServer, user: User) -> 
         yield
 
 
-# -- the README ------------------------------------------------------------------------
+# -- the docs --------------------------------------------------------------------------
 
 
-def readme_section(section: str = SECTION) -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(section)
-    end = text.find("\n### ", start + len(section))
-    return text[start : end if end != -1 else len(text)]
+def docs_blocks(section: tuple[str, str] = SECTION) -> list[str]:
+    """The console blocks of a docs section, in order (text between the fences)."""
+    return re.findall(r"^```console\n(.*?)^```$", page_section(*section), re.S | re.M)
 
 
-def readme_blocks(section: str = SECTION) -> list[str]:
-    """The console blocks of a README section, in order (text between the fences)."""
-    return re.findall(r"^```console\n(.*?)^```$", readme_section(section), re.S | re.M)
-
-
-def readme_block(first_line: str, section: str = SECTION) -> str:
-    found = [block for block in readme_blocks(section) if block.splitlines()[0] == first_line]
-    assert len(found) == 1, f"README {section!r}: {len(found)} blocks open with {first_line!r}"
+def docs_block(first_line: str, section: tuple[str, str] = SECTION) -> str:
+    found = [block for block in docs_blocks(section) if block.splitlines()[0] == first_line]
+    assert len(found) == 1, f"docs {section!r}: {len(found)} blocks open with {first_line!r}"
     return found[0]
 
 
 WRITE_README = "FEEDBACKSTORE_WRITE_README"
 
 
-def matches_readme(shown: str, section: str = SECTION) -> bool:
-    """Whether the README block opening like `shown` is `shown`; rewritten instead on request."""
-    block = readme_block(shown.splitlines()[0], section)
+def matches_docs(shown: str, section: tuple[str, str] = SECTION) -> bool:
+    """Whether the docs block opening like `shown` is `shown`; rewritten in its page instead
+    on request."""
+    block = docs_block(shown.splitlines()[0], section)
     if os.environ.get(WRITE_README) == "1" and block != shown:
-        text = README.read_text(encoding="utf-8")
-        start = text.index(section)
+        path = page(section[0])
+        text = path.read_text(encoding="utf-8")
+        start = text.index(section[1])
         at = text.index(f"```console\n{block}```", start)
-        README.write_text(
+        path.write_text(
             text[:at] + f"```console\n{shown}```" + text[at + len(block) + 14 :], encoding="utf-8"
         )
         return True

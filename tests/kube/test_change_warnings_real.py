@@ -30,7 +30,7 @@ from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     _webhook,
     console,
     failed,
-    matches_readme,
+    matches_docs,
     succeeded,
 )
 from tests.kube.status_writer_support import Stores, WriterProcess
@@ -48,7 +48,7 @@ def crds(control_plane: ControlPlane) -> Iterator[None]:
         yield
 
 
-# How the README block shows the stored store its commands change.
+# How the docs' block shows the stored store its commands change.
 STORED = (
     "# stored: human scores thumbs (BOOLEAN) and tone (CATEGORICAL), "
     "channel csat-webhook writing csat; mode Enforce"
@@ -227,7 +227,7 @@ SEQUENCE = [
 ]
 
 
-def test_one_change_after_another_as_the_readme_shows(user: User, webhook: None) -> None:
+def test_one_change_after_another_as_the_docs_show(user: User, webhook: None) -> None:
     created = user.run("kubectl apply -f -", store("support-feedback", valid_spec()))
     assert created.printed == succeeded(f"{GROUP_KIND}/support-feedback created\n")
     steps = []
@@ -238,7 +238,7 @@ def test_one_change_after_another_as_the_readme_shows(user: User, webhook: None)
     labelled = user.run("kubectl label fs support-feedback team=support")
     assert labelled.printed == succeeded(f"{GROUP_KIND}/support-feedback labeled\n")
     shown = console([CHANGES_BLOCK, STORED, *steps, "# spec unchanged: nothing to say", labelled])
-    assert matches_readme(shown)
+    assert matches_docs(shown)
 
 
 def test_an_invalid_update_is_still_refused_and_told_what_it_would_change(

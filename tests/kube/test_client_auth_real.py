@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.docs.pages import section
 from tests.kube import pki
 from tests.kube.cluster import (
     WebhookServer,
@@ -35,14 +36,14 @@ from tests.kube.cluster import (
     registration,
     webhook_server,
 )
-from tests.kube.controlplane import REPO, ControlPlane, free_port, running
+from tests.kube.controlplane import ControlPlane, free_port, running
 from tests.webhook.server.test_client_auth import first_bytes
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
 SERVED = b"HTTP/1.1 200 OK"
 THUMBS_TWICE = {"mode": "Enforce", "human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
-README_SECTION = "### Only kube-apiserver may call it (client certificates)"
+DOCS_SECTION = ("webhook.md", "## Only kube-apiserver may call it (client certificates)")
 # The webhook closes idle connections after this long, so that kube-apiserver dials a new
 # one (a new handshake, checked against the current client CA) for a call made later.
 IDLE_SECONDS = 2
@@ -73,21 +74,18 @@ def write_pem(path: pathlib.Path, data: bytes) -> pathlib.Path:
     return path
 
 
-def readme_yaml(first_line: str) -> dict[str, Any]:
-    """The YAML block of README's client-certificate section that opens with `first_line`."""
-    text = (REPO / "README.md").read_text()
-    section = text[text.index(README_SECTION) :]
-    section = section[: section.index("\n### ", len(README_SECTION))]
-    blocks = [b.split("```", 1)[0] for b in section.split("```yaml\n")[1:]]
+def docs_yaml(first_line: str) -> dict[str, Any]:
+    """The YAML block of the docs' client-certificate section that opens with `first_line`."""
+    blocks = [b.split("```", 1)[0] for b in section(*DOCS_SECTION).split("```yaml\n")[1:]]
     found = [b for b in blocks if b.splitlines()[0] == first_line]
-    assert len(found) == 1, f"README {README_SECTION!r}: {len(found)} blocks open {first_line!r}"
+    assert len(found) == 1, f"docs {DOCS_SECTION!r}: {len(found)} blocks open {first_line!r}"
     document: dict[str, Any] = yaml.safe_load(found[0])
     return document
 
 
 def admission_configuration(directory: pathlib.Path, port: int, pair: pki.Pair) -> pathlib.Path:
-    """kube-apiserver's side as README documents it, with this test's files and webhook port."""
-    kubeconfig = readme_yaml("apiVersion: v1")
+    """kube-apiserver's side as the docs document it, with this test's files and webhook port."""
+    kubeconfig = docs_yaml("apiVersion: v1")
     (user,) = kubeconfig["users"]
     user["name"] = f"127.0.0.1:{port}"  # registered by url:, not by the Service
     assert set(user["user"]) == {"client-certificate", "client-key"}
@@ -95,7 +93,7 @@ def admission_configuration(directory: pathlib.Path, port: int, pair: pki.Pair) 
     user["user"]["client-key"] = str(write_pem(directory / "webhook-client.key", pair.key))
     kubeconfig_file = directory / "webhook-kubeconfig.yaml"
     kubeconfig_file.write_text(yaml.safe_dump(kubeconfig))
-    configuration = readme_yaml("apiVersion: apiserver.config.k8s.io/v1")
+    configuration = docs_yaml("apiVersion: apiserver.config.k8s.io/v1")
     configuration["plugins"][0]["configuration"]["kubeConfigFile"] = str(kubeconfig_file)
     path = directory / "admission-configuration.yaml"
     path.write_text(yaml.safe_dump(configuration))

@@ -15,7 +15,7 @@ What kstatus cannot see, said as it is: it reads no condition's observedGenerati
 takes an object without conditions as Current, so a store with no verdict yet is Current
 and one whose verdict is for an older spec keeps that verdict's status; only a top-level
 `status.observedGeneration` would say otherwise, and the platform's operator drops it on
-each of its status updates (README, "GitOps health").
+each of its status updates (docs/gitops-health.md).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from tests.kube.kubectl_support import (
     User,
     console,
     failed,
-    matches_readme,
+    matches_docs,
     reviews_answered,
     succeeded,
 )
@@ -266,7 +266,7 @@ def test_every_corpus_case_as_spec_feedback_is_answered_alike_in_both_versions(
         "cel",
         "webhook",
     }
-    assert matches_readme(console(lines), SECTION), console(lines)
+    assert matches_docs(console(lines), SECTION), console(lines)
 
 
 def answered_alike(answered: list[Answered]) -> dict[str, str]:
@@ -287,7 +287,7 @@ def record(directory: pathlib.Path, variant: str, answered: list[Answered]) -> N
 
 # ---------------------------------------------------------------- what users see
 
-SECTION = "### What an agent's author sees (real kube-apiserver v1.37.2)"
+SECTION = ("inline-form.md", "## What an agent's author sees (real kube-apiserver v1.37.2)")
 NO_CEL_BLOCK = "# the platform's AgentDeployment CRD without CEL rules, this webhook registered"
 CEL_BLOCK = (
     "# the platform's CRD with its four CEL rules: its first failure only; what CEL lets through,"
@@ -356,7 +356,7 @@ def test_what_an_agents_author_sees_without_cel(user: User) -> None:
     refused = user.run("kubectl apply -f billing-agent.yaml")
     assert refused.printed == failed(denial("billing-agent", INVALID_FEEDBACK))
     shown.append(refused)
-    assert matches_readme(console(shown), SECTION), console(shown)
+    assert matches_docs(console(shown), SECTION), console(shown)
 
 
 def test_what_an_agents_author_sees_with_the_platforms_cel(
@@ -381,7 +381,7 @@ def test_what_an_agents_author_sees_with_the_platforms_cel(
         shown.append(second)
     finally:
         install_agent_crd(control_plane, NO_CEL_AGENT_CRD)
-    assert matches_readme(console(shown), SECTION), console(shown)
+    assert matches_docs(console(shown), SECTION), console(shown)
 
 
 # FEEDBACK with `thumbs` renamed to `thumbs-up`.
@@ -420,7 +420,7 @@ def test_what_an_agents_author_sees_on_update(user: User, server: WebhookServer)
         "agentdeployment.agents.ctxmesh.ai/support-agent labeled\n"
     )
     shown += [renamed, scaled, labelled]
-    assert matches_readme(console(shown), SECTION), console(shown)
+    assert matches_docs(console(shown), SECTION), console(shown)
 
 
 # ---------------------------------------------------------------- what is never sent (audit)

@@ -50,11 +50,11 @@ from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     _user,
     _webhook,
     console,
+    docs_blocks,
     edit_is_reopened_then_cancelled,
     failed,
     faulty_webhook,
-    matches_readme,
-    readme_blocks,
+    matches_docs,
     register,
     registered_but_down,
     reviews_answered,
@@ -158,7 +158,7 @@ def test_the_webhook_is_the_only_cross_field_guard(user: User, server: WebhookSe
             duplicate,
         ]
     )
-    assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
+    assert matches_docs(shown), f"docs block differs; the run printed:\n{shown}"
 
 
 @pytest.mark.usefixtures("webhook")
@@ -326,7 +326,7 @@ def test_an_object_created_before_the_webhook_can_be_labelled_deleted_and_releas
         " not found\n"
     )
     shown = console([TODAY_LEGACY, labelled, status, changed, refused, deleted, released])
-    assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
+    assert matches_docs(shown), f"docs block differs; the run printed:\n{shown}"
 
 
 # -- unknown fields: decoding comes first ----------------------------------------------
@@ -361,7 +361,7 @@ def test_unknown_fields_are_refused_or_dropped_before_the_webhook(
             dropped,
         ]
     )
-    assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
+    assert matches_docs(shown), f"docs block differs; the run printed:\n{shown}"
 
 
 def test_without_the_webhook_a_dropped_typo_is_stored_as_a_store_with_no_source(
@@ -424,7 +424,7 @@ def test_a_webhook_that_is_down_or_too_slow_blocks_writes_under_fail(
             broken,
         ]
     )
-    assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
+    assert matches_docs(shown), f"docs block differs; the run printed:\n{shown}"
 
 
 # -- admissionReviewVersions: [v1beta1] ----------------------------------------------------
@@ -446,8 +446,8 @@ def test_a_v1beta1_only_registration_gets_the_same_answers(
     assert monitor.printed == succeeded(PATCHED, TO_MONITOR_WARNING + MONITOR_WARNING)
 
 
-# -- the README section as a whole -------------------------------------------------------
+# -- the docs section as a whole ---------------------------------------------------------
 
 
-def test_the_readme_section_holds_exactly_the_blocks_the_tests_check() -> None:
-    assert [block.splitlines()[0] for block in readme_blocks()] == list(BLOCKS)
+def test_the_docs_section_holds_exactly_the_blocks_the_tests_check() -> None:
+    assert [block.splitlines()[0] for block in docs_blocks()] == list(BLOCKS)

@@ -35,7 +35,7 @@ from tests.kube.kubectl_support import (  # noqa: F401 (fixtures)
     console,
     edit_is_reopened_then_cancelled,
     failed,
-    matches_readme,
+    matches_docs,
     register,
     registered_but_down,
     reviews_answered,
@@ -120,7 +120,7 @@ def test_the_crds_rules_answer_before_the_webhook(user: User, server: WebhookSer
             duplicate,
         ]
     )
-    assert matches_readme(shown), f"README block differs; the run printed:\n{shown}"
+    assert matches_docs(shown), f"docs block differs; the run printed:\n{shown}"
 
 
 @pytest.mark.usefixtures("webhook")

@@ -3,8 +3,8 @@ FeedbackStores and the AgentDeployments naming them (both served versions) is ap
 in place, and applied again with kubectl, the way a repository is migrated (under the tests'
 AgentDeployment CRD with and without the platform's four CEL rules); every agent then holds
 its store's declaration as the server stored the store (defaults included), and the directory
-equals the cluster (`kubectl diff` finds nothing). The README's "Migrate to the inline form"
-transcript is this run.
+equals the cluster (`kubectl diff` finds nothing). The "Migrate to the inline form" transcript of
+docs/validate.md is this run.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from tests.kube.agents_crd import NO_CEL_AGENT_CRD, PLATFORM_AGENT_CRD
 from tests.kube.cluster import install_crd, shipped_crd
 from tests.kube.controlplane import ControlPlane
 from tests.kube.inuse_support import AGENT_GROUP, AGENT_PLURAL, agent_crd_installed
-from tests.kube.kubectl_support import Step, User, _user, console, matches_readme
+from tests.kube.kubectl_support import Step, User, _user, console, matches_docs
 from tests.kube.status_writer_support import Stores
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 __all__ = ["_user"]  # the `user` fixture, imported by its function name
 
 SCRIPT = str(pathlib.Path(sys.executable).with_name("feedbackstore-webhook"))
-SECTION = "## Migrate to the inline form (`spec.feedback`)"
+SECTION = ("validate.md", "## Migrate to the inline form (`spec.feedback`)")
 OPENING = "# a repository with two FeedbackStores and three agents naming them, applied as it was"
 
 STORES = """\
@@ -176,4 +176,4 @@ def test_a_migrated_directory_applies_cleanly_and_every_agent_keeps_its_declarat
         ]
     )
     if not server_side:
-        assert matches_readme(shown, SECTION), f"README block differs; the run printed:\n{shown}"
+        assert matches_docs(shown, SECTION), f"docs block differs; the run printed:\n{shown}"

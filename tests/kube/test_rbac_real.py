@@ -331,7 +331,7 @@ def test_the_cert_manager_variant_needs_cert_managers_crds_then_is_accepted(
     docs = rendered(variant)
     control_plane.kubectl("apply", "-f", str(NAMESPACE_FILE), check=True)
     with shipped_webhook_configuration_removed_after(control_plane):
-        # README, Path 2: what the first apply says when cert-manager is not installed.
+        # docs/install.md, Path 2: what the first apply says when cert-manager is not installed.
         missing = control_plane.kubectl("apply", "-k", str(variant), "--dry-run=server")
         assert missing.returncode == 1
         assert (

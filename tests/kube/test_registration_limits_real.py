@@ -1,8 +1,8 @@
 """The registration and the body limit against a maximal FeedbackStore on the real server (a hostile
 store must cost no more than this): the matchConditions' CEL stays within kube-apiserver's cost
 limits on the largest store etcd holds, and the largest AdmissionReview an UPDATE of it produces
-fits the webhook's default body limit (`--max-body-bytes`), whose value README explains from this
-measurement.
+fits the webhook's default body limit (`--max-body-bytes`), whose value docs/webhook.md explains
+from this measurement.
 
 The maximal store: every list at its limit (64 human scores, 32 channels, 64 categories each),
 every name 128 characters, and the categories (the one unbounded string) as long as etcd takes,

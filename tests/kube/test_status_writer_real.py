@@ -276,8 +276,8 @@ def test_a_validated_of_ours_another_manager_rewrites_is_left_to_it_and_never_re
     control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
 ) -> None:
     """The hard case: both own parts of it. Leaving it out of our apply would remove the whole
-    condition, their message with it (kube-apiserver does: README shows it); we keep applying
-    what we own as it stands, under a resourceVersion precondition."""
+    condition, their message with it (kube-apiserver does: docs/status-writer.md shows it); we keep
+    applying what we own as it stands, under a resourceVersion precondition."""
     create_unguarded(control_plane, namespace, {"shared": INVALID})
     writer = writers.start("a")
     ours = condition_of(stores.wait_condition("shared", invalid))

@@ -1,4 +1,4 @@
-"""README "Install on a cluster → Helm", verbatim, with the real helm v4 on a real node.
+"""docs/install.md "Helm", verbatim, with the real helm v4 on a real node.
 
 The chart's release becomes real pods of the image built from the Dockerfile; `helm test`
 runs the doctor in a pod of its own; then, under a client creating, updating and deleting
@@ -50,7 +50,7 @@ def _ok(shell: Shell, command: str, timeout: float = 300) -> subprocess.Complete
 
 @pytest.fixture(scope="module", name="installed")
 def _installed(shell: Shell, node: Node) -> dict[str, subprocess.CompletedProcess[str]]:
-    """The platform's CRD, then README's Helm block, every command."""
+    """The platform's CRD, then the docs' Helm block, every command."""
     _ok(shell, f"kubectl apply -f {CRD}")
     _ok(shell, "kubectl wait --for=condition=Established crd/feedbackstores.agents.ctxmesh.ai")
     done = {}
@@ -189,7 +189,7 @@ def test_helm_uninstall_under_load_loses_no_request_and_leaves_nothing(
 def test_a_plain_install_under_load_refuses_writes_until_a_webhook_pod_is_ready(
     installed: object, shell: Shell, node: Node
 ) -> None:
-    """Why README gives a second way to install into a busy cluster: the registration is
+    """Why the docs give a second way to install into a busy cluster: the registration is
     created with the Deployments, and with failurePolicy Fail every write before a webhook
     pod is Ready fails."""
     install = next(c for c in commands(blocks(section("Helm"), "sh")[0]) if "helm install" in c)
@@ -205,7 +205,7 @@ def test_a_plain_install_under_load_refuses_writes_until_a_webhook_pod_is_ready(
 def test_installing_failing_open_then_closing_loses_no_request_under_load(
     installed: object, shell: Shell, node: Node
 ) -> None:
-    """README's way into a cluster that already writes FeedbackStores, verbatim."""
+    """The docs' way into a cluster that already writes FeedbackStores, verbatim."""
     steps = commands(blocks(section("Helm"), "sh")[1])
     assert [s.split()[:2] for s in steps] == [["helm", "install"], ["helm", "upgrade"]]
     _, counts, _ = _under_load(shell, node, " && ".join(steps))
@@ -220,7 +220,7 @@ def test_installing_failing_open_then_closing_loses_no_request_under_load(
 
 def test_cleanup_leaves_the_node_as_the_next_module_expects(shell: Shell, node: Node) -> None:
     """Not a check of the chart: the namespace, the CRD and the certificates go, as after
-    README's Uninstall, for tests/node/test_install_readme.py."""
+    the docs' Uninstall, for tests/node/test_install_readme.py."""
     shell.run(f"helm uninstall {RELEASE} {NS} --wait")
     _ok(
         shell,

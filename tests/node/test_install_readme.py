@@ -1,12 +1,12 @@
-"""README "Install on a cluster → Path 1" and "Verify", verbatim, on a real node.
+"""docs/install.md "Path 1" and "Verify", verbatim, on a real node.
 
-The commands are read out of README.md's own blocks and run with bash in a copy
+The commands are read out of docs/install.md's own blocks and run with bash in a copy
 of the tree (so `certs/` is written there), with the `test` extra's kubectl
 and this project's CLI on PATH and the test cluster's admin kubeconfig: the
 shipped manifests become real pods of the image built from the Dockerfile,
 scheduled by kube-scheduler, started by a kubelet through containerd, the
 Service served by kube-proxy, the webhook called by kube-apiserver through it.
-What the commands print is compared with README's console blocks; `doctor`
+What the commands print is compared with the page's console blocks; `doctor`
 must then be all green.
 """
 
@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.docs.pages import section as docs_section
 from tests.kube.cluster import eventually
 from tests.node.cluster import Node
 from tests.node.image_support import ROOT
@@ -42,9 +43,8 @@ ALL_WELL = (
 
 
 def section(title: str) -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(f"### {title}\n")
-    return text[start : text.index("\n### ", start + 1)]
+    """The section `title` of docs/install.md, whose commands a user runs."""
+    return docs_section("install.md", f"## {title}")
 
 
 def blocks(text: str, language: str) -> list[str]:
@@ -58,7 +58,7 @@ def commands(block: str) -> list[str]:
 
 
 class Shell:
-    """bash in a copy of the tree, as a user who followed the README would be."""
+    """bash in a copy of the tree, as a user who followed the docs would be."""
 
     def __init__(self, node: Node, workdir: pathlib.Path) -> None:
         self.cwd = workdir / "tree"
@@ -94,7 +94,7 @@ def _shell(node: Node, tmp_path_factory: pytest.TempPathFactory) -> Shell:
 
 @pytest.fixture(scope="module", name="path1")
 def _path1(shell: Shell, node: Node) -> list[tuple[str, subprocess.CompletedProcess[str], float]]:
-    """README Path 1, every command but the pip install (the test venv holds the CLI)."""
+    """docs/install.md Path 1, every command but the pip install (the test venv holds the CLI)."""
     done = []
     for command in commands(
         blocks(section("Path 1: without cert-manager (the `certs` command)"), "sh")[0]
@@ -716,7 +716,7 @@ def _until_every_pod_reloaded(node: Node, before: dict[str, int], timeout: float
 def test_rotation_with_a_new_ca_as_the_readme_says_loses_nothing(
     path1: object, shell: Shell, node: Node
 ) -> None:
-    """README Path 1's two-CA rotation, its commands verbatim, under load: the real kubelet
+    """docs/install.md Path 1's two-CA rotation, its commands verbatim, under load: the real kubelet
     refreshes the mounted Secret, every pod reloads, and no request fails."""
     until_healthy(shell)
     text = section("Path 1: without cert-manager (the `certs` command)")
@@ -747,8 +747,8 @@ def test_rotation_with_a_new_ca_as_the_readme_says_loses_nothing(
 
 
 def test_renewal_from_the_same_ca_loses_nothing(path1: object, shell: Shell, node: Node) -> None:
-    """A renewal from the same CA (a new --host renews, README Path 1), then `kubectl apply -k
-    certs/`, under load: the caBundle stays valid, the pods reload, no request fails."""
+    """A renewal from the same CA (a new --host renews, docs/install.md Path 1), then `kubectl
+    apply -k certs/`, under load: the caBundle stays valid, the pods reload, no request fails."""
     until_healthy(shell)
     ca_before = (shell.cwd / "certs/ca.crt").read_bytes()
     tls_before = (shell.cwd / "certs/tls.crt").read_bytes()
@@ -780,7 +780,7 @@ def test_renewal_from_the_same_ca_loses_nothing(path1: object, shell: Shell, nod
 
 
 def test_roll_out_safely_as_the_readme_says(path1: object, shell: Shell, node: Node) -> None:
-    """README "Roll out safely": its check of what exists, its overlay and command verbatim
+    """docs/install.md "Roll out safely": its check of what exists, its overlay and command verbatim
     (failing open, only the labelled namespace judged), then step 4 tightens again."""
     until_healthy(shell)
     text = section("Roll out safely")
@@ -859,7 +859,7 @@ def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -
 
 
 def test_path3_own_certificate_installs(path1: object, shell: Shell, node: Node) -> None:
-    """README Path 3 → certs/README.md "3. Bring your own", verbatim, on the cluster the
+    """docs/install.md Path 3 → certs/README.md "3. Bring your own", verbatim, on the cluster the
     Uninstall left empty: a CA and serving pair of the user's own (here from `certs` into
     another directory, copied where the commands expect them)."""
     assert node.kubectl("get", "namespace", "feedbackstore-system").returncode != 0

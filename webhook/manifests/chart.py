@@ -410,7 +410,7 @@ The FeedbackStore CRD is the platform's (its chart installs it): off by default.
 install: true this chart installs manifests/crd/'s, and keep: true leaves it (and every
 FeedbackStore) in place on `helm uninstall`.""",
     "tls": """\
-Where the webhook's serving certificate comes from (README "Install on a cluster"):
+Where the webhook's serving certificate comes from (docs/install.md):
   existingSecret: you create the Secret feedbackstore-webhook-tls in the release's
     namespace (path 3) and give your CA here as caBundle (PEM), or patch it in later;
   values: the chart writes that Secret from certificate, key and caBundle (PEM), e.g.
@@ -432,7 +432,7 @@ its name), and the namespaces it never judges (the release's own is always added
 Prometheus Operator ServiceMonitors for both components (and the status writer's metrics
 Service); labels: what your Prometheus selects them by. manifests/monitoring's.""",
     "prometheusRule": """\
-The alerts of manifests/monitoring (README "Monitoring"); labels: as above.""",
+The alerts of manifests/monitoring (docs/install.md, "Monitoring"); labels: as above.""",
     "test": """\
 `helm test` runs `feedbackstore-webhook doctor` in a pod; its dry-run probe creates (and
 stores nothing) in this namespace, which the webhook must judge.""",

@@ -6,9 +6,9 @@ with the platform's operator, which writes it too, with its first problem only: 
 write it while no other field manager owns any part of it, and once one does we yield it, so two
 controllers never rewrite each other's message for ever. Yielding is not leaving it out of our
 apply: kube-apiserver then removes the whole condition, the other manager's fields with it
-(README, "Beside the platform's operator"). We keep applying the fields of it we still own, at
-the values they hold, under a resourceVersion precondition, so nothing of it ever changes; a
-field the other manager changes becomes its own and drops out of ours.
+(docs/status-writer.md, "Beside the platform's operator"). We keep applying the fields of it we
+still own, at the values they hold, under a resourceVersion precondition, so nothing of it ever
+changes; a field the other manager changes becomes its own and drops out of ours.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.docs.pages import section as docs_section
 from tests.support.rules_builders import channel, feedbackstore, human, score
 from tests.webhook.cli.test_validate import as_json, run, write_yaml
 
@@ -161,10 +162,9 @@ def test_previous_matches_by_kind_and_adding_feedback_or_dropping_an_agent_is_no
     )
 
 
-def test_the_readme_shows_what_validate_prints_for_the_inline_examples() -> None:
+def test_the_docs_show_what_validate_prints_for_the_inline_examples() -> None:
     root = Path(__file__).resolve().parents[3]
-    text = (root / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### Offline: `validate` on agents") :]
+    section = docs_section("validate.md", "## Offline: `validate` on agents")
     command = "$ feedbackstore-webhook validate examples/inline/\n"
     block = section[section.index(command) + len(command) : section.index("```\n", 1)]
     result = run("examples/inline/", cwd=root)

@@ -5,7 +5,7 @@ Argo CD's own test of a resource customization, run by tests/gitops's gitops-hea
 Argo CD's TestLuaHealthScript does: each health_test.yaml case, its testdata object (read
 from the real kube-apiserver: tests/kube/test_gitops_health_real.py keeps them so), the
 script's {status, message} compared whole. Then the script's other branches on objects
-made here, and the README's argocd-cm snippet, which must be the script itself.
+made here, and the argocd-cm snippet of docs/gitops-health.md, which must be the script itself.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.docs.pages import page
 from tests.support.gitops_tool import (  # noqa: F401 (fixture)
     ARGOCD,
     HEALTH_LUA,
@@ -126,18 +127,17 @@ def test_health_lua_branches(obj: dict[str, Any], health: Health, gitops_tool: G
     assert gitops_tool.compute([obj])[0].argocd == health
 
 
-def test_the_readme_argocd_cm_snippet_is_the_shipped_health_lua() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_argocd_cm_snippet_is_the_shipped_health_lua() -> None:
+    readme = page("gitops-health.md").read_text(encoding="utf-8")
     key = "resource.customizations.health.agents.ctxmesh.ai_FeedbackStore: |\n"
     block = re.search(re.escape(key) + r"((?:    .*\n|\n)+)", readme)
-    assert block is not None, "README has no argocd-cm snippet"
+    assert block is not None, "docs/gitops-health.md has no argocd-cm snippet"
     snippet = "\n".join(line.removeprefix("    ") for line in block.group(1).split("\n"))
     assert snippet.rstrip("\n") == HEALTH_LUA.read_text(encoding="utf-8").rstrip("\n")
 
 
-def test_the_readme_table_is_what_the_tools_say_of_the_testdata(gitops_tool: GitopsTool) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## GitOps health\n") :]
+def test_the_docs_table_is_what_the_tools_say_of_the_testdata(gitops_tool: GitopsTool) -> None:
+    section = page("gitops-health.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| `(testdata/[^`]+)` \| (.*) \|$", section, flags=re.MULTILINE)
     cases = yaml.safe_load((ARGOCD / "health_test.yaml").read_text(encoding="utf-8"))["tests"]
     assert [path for path, _ in rows] == [case["inputPath"] for case in cases]

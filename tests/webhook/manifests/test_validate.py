@@ -20,6 +20,7 @@ import pytest
 import yaml
 from kubernetes_validate.utils import SchemaNotFoundError, all_versions
 
+from tests.docs.pages import page
 from tests.support.manifest_render import MANIFESTS, NAMESPACE, find, kinds, kustomize
 from webhook.manifests.cel_rules import MIN_KUBERNETES
 
@@ -200,8 +201,8 @@ def test_every_yaml_file_under_manifests_is_reachable_from_a_kustomization() -> 
 
 
 def _readme_overlay(first_line: str) -> str:
-    """The YAML block of README.md that starts with `first_line` (a comment naming the file)."""
-    readme = (MANIFESTS.parent / "README.md").read_text(encoding="utf-8")
+    """The YAML block of docs/install.md that starts with `first_line` (a comment naming a file)."""
+    readme = page("install.md").read_text(encoding="utf-8")
     start = readme.index(first_line)
     block_start = readme.rindex("```yaml\n", 0, start) + len("```yaml\n")
     return textwrap.dedent(readme[block_start : readme.index("```", start)])

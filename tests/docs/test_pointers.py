@@ -3,8 +3,7 @@
 "SPEC §3" names a specification this repository does not ship, and "issue 27" a thread a
 reader of a clone cannot open; both leave the reason somewhere else. A comment, docstring
 or doc says the reason in place (or links to a file that is here, which test_links.py
-checks). Anything the repository ships is read; tests/ is read once its own comments have
-been reworded (see SCOPE)."""
+checks). Every file of the repository is read, tests included."""
 
 from __future__ import annotations
 
@@ -22,8 +21,6 @@ POINTERS = {
     "an issue number": re.compile(r"\bissues?\s+#?\d+\b", re.IGNORECASE),
 }
 THIS_FILE = PurePosixPath(__file__).relative_to(ROOT.as_posix())
-# tests/ is left out while its own comments are being reworded beside the tests' move.
-SCOPE_EXCLUDES = (PurePosixPath("tests"),)
 
 
 def pointers(text: str) -> list[tuple[int, str, str]]:
@@ -53,15 +50,11 @@ def test_what_counts_as_a_pointer(text: str, expected: list[tuple[int, str]]) ->
     assert [(line, words) for line, _, words in pointers(text)] == expected
 
 
-def in_scope(path: PurePosixPath) -> bool:
-    return path != THIS_FILE and not any(path.is_relative_to(d) for d in SCOPE_EXCLUDES)
-
-
 def test_no_file_points_at_a_missing_document_or_an_issue_number() -> None:
     found = [
         f"{path}:{line}: {words} ({what})"
         for path in repo_files()
-        if in_scope(path)
+        if path != THIS_FILE
         for line, what, words in pointers((ROOT / path).read_bytes().decode(errors="replace"))
     ]
     assert found == []

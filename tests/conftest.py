@@ -1,9 +1,11 @@
 """Set-up for the whole session that runs once, on the pytest controller, before any
 xdist worker starts: building (or finding) the `kube` tests' control plane; and, on
-each worker, the `xdist_group` of every test where the scheduler sees it."""
+each worker, the `xdist_group` of every test where the scheduler sees it. With them the
+fixtures more than one folder's tests use (a folder's own are in its conftest.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,6 +16,19 @@ import pytest
 pytest.register_assert_rewrite("tests.kube.kubectl_support")
 
 from tests.kube import prebuild  # noqa: E402 (after the registration above)
+from tests.support.emulator import ApiServerEmulator  # noqa: E402
+
+
+@pytest.fixture
+def apiserver() -> Iterator[ApiServerEmulator]:
+    """A started API-server emulator (bookmarks every 0.5 s), stopped after the test: the status
+    writer's, the doctor's and the alerts' tests run against it, and its own tests."""
+    emulator = ApiServerEmulator(bookmark_interval=0.5)
+    emulator.start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

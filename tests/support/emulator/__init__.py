@@ -10,7 +10,7 @@ Each behaviour names the Kubernetes documentation it imitates in the module that
 Python API (stable; the status-writer tests depend on it)::
 
     from tests.support.emulator import ApiServerEmulator
-    from tests.support.emulator.fixtures import apiserver  # noqa: F401  (pytest fixture, started)
+    # or the `apiserver` fixture (tests/conftest.py): a started emulator per test
 
     emu = ApiServerEmulator(bookmark_interval=0.5)  # not started; also: watch_timeout=1800.0,
                                                     # history_limit=10_000 (changes kept for watch)

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.emulator.samples import (
     APPLY_PATCH,
     GROUP,
@@ -27,9 +27,6 @@ from tests.support.emulator.samples import (
     feedbackstore,
     status_apply,
 )
-
-apiserver = fixtures.apiserver
-api_client = fixtures.api_client
 
 
 @pytest.fixture

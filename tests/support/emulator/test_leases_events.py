@@ -15,14 +15,11 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.emulator.raw import send
 from tests.support.emulator.resources import LEASES
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/ns/leases"
-
-apiserver = fixtures.apiserver
-api_client = fixtures.api_client
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.emulator.raw import send
 from tests.support.emulator.samples import (
     APPLY_PATCH,
@@ -25,9 +25,6 @@ from tests.support.emulator.samples import (
     feedbackstore,
     status_apply,
 )
-
-apiserver = fixtures.apiserver
-api_client = fixtures.api_client
 
 
 @pytest.fixture

@@ -18,14 +18,11 @@ import urllib3
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from tests.support.emulator import ApiServerEmulator, errors, fixtures
+from tests.support.emulator import ApiServerEmulator, errors
 from tests.support.emulator.raw import send
 from tests.support.emulator.samples import GROUP, PLURAL, VERSION, feedbackstore
 
 Event = dict[str, Any]
-
-apiserver = fixtures.apiserver
-api_client = fixtures.api_client
 
 
 class Collector:

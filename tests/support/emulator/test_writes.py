@@ -15,12 +15,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.emulator.raw import send
 from tests.support.emulator.samples import GROUP, PLURAL, VERSION, condition, feedbackstore
-
-apiserver = fixtures.apiserver
-api_client = fixtures.api_client
 
 
 @pytest.fixture

@@ -7,11 +7,9 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.status_writer import NS, VALID, fs
 from webhook.doctor import cluster
-
-apiserver = fixtures.apiserver  # a started emulator per test
 
 
 def test_an_expired_continue_token_falls_back_to_one_full_list(

@@ -24,7 +24,7 @@ import yaml
 
 from tests.docs.pages import section
 from tests.kube.cluster import webhook_server
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.monitoring import (
     TESTS,
     alerts,
@@ -38,7 +38,6 @@ from tests.support.monitoring import (
 from tests.support.status_writer import INVALID, NS, VALID, converged, fs
 from tests.webhook.status.test_cli import WriterProcess
 
-apiserver = fixtures.apiserver  # a started emulator per test
 REQUIRE_ENV = "FEEDBACKSTORE_REQUIRE_KUBE"
 
 

@@ -18,11 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.status_writer import INVALID, NS, VALID, converged, fs, running_writer
 from webhook.cli.main import main
-
-apiserver = fixtures.apiserver  # a started emulator per test
 
 SCRIPT = str(Path(sys.executable).with_name("feedbackstore-webhook"))
 LEASE = "feedbackstore-status-writer"

@@ -5,15 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.status_writer import INVALID, NS, VALID, converged, fs, running_writer
 from webhook.status.events import EventLimit, EventRecorder, Transition
 from webhook.status.writer_metrics import WriterMetrics
 
 TURNED_INVALID = Transition("Warning", "InvalidSpec")
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
-
-apiserver = fixtures.apiserver  # a started emulator per test
 
 
 class Clock:

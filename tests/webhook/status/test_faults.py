@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.status_writer import (
     INVALID,
     NS,
@@ -28,8 +28,6 @@ from tests.support.status_writer import (
     validated,
 )
 from webhook.rules import inuse
-
-apiserver = fixtures.apiserver  # a started emulator per test
 
 
 def flip(emu: ApiServerEmulator, name: str) -> None:

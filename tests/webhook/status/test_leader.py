@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.status_writer import (
     INVALID,
     MICRO_TIME,
@@ -27,8 +27,6 @@ from webhook.kube.leader import LeaderElector
 from webhook.kube.settings import ElectionSettings
 from webhook.status.controller import StatusController
 from webhook.status.writer_metrics import WriterMetrics
-
-apiserver = fixtures.apiserver  # a started emulator per test
 
 LEASE = "feedbackstore-status-writer"
 

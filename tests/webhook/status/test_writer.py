@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.emulator import ApiServerEmulator, fixtures
+from tests.support.emulator import ApiServerEmulator
 from tests.support.status_writer import (
     INVALID,
     INVALID_MESSAGE,
@@ -31,8 +31,6 @@ from tests.support.status_writer import (
     validated,
 )
 from webhook.rules import messages
-
-apiserver = fixtures.apiserver  # a started emulator per test
 
 CASES: list[tuple[str, object, str, str, str]] = [
     ("a valid store is SpecCoherent", VALID, "True", "SpecCoherent", messages.MESSAGE_VALID),

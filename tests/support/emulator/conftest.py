@@ -1,4 +1,5 @@
-"""pytest fixtures: ``from tests.support.emulator.fixtures import apiserver  # noqa: F401``."""
+"""The emulator's own tests' fixture: a client of the started emulator (`apiserver`, in
+tests/conftest.py, is shared with the status writer's tests)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.emulator.emulator import ApiServerEmulator
-
-
-@pytest.fixture
-def apiserver() -> Iterator[ApiServerEmulator]:
-    """A started emulator (bookmarks every 0.5 s), stopped after the test."""
-    emulator = ApiServerEmulator(bookmark_interval=0.5)
-    emulator.start()
-    try:
-        yield emulator
-    finally:
-        emulator.stop()
 
 
 @pytest.fixture

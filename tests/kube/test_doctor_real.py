@@ -49,6 +49,7 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane, free_port
 from tests.kube.inuse_support import AGENT_GROUP, AGENT_PLURAL, agent_crd_installed
+from tests.support.doctor_checks import EVERY_CHECK
 from tests.support.servers import ConsoleServer, console_script
 from webhook.certs.issue import Bundle, issue_bundle
 from webhook.cli.main import main
@@ -59,25 +60,6 @@ pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 SCENARIO_LABEL = "feedbackstore-test/doctor"
 ENDPOINT = "192.0.2.10"
 VALID_SPEC = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
-EVERY_CHECK = [
-    "crd",
-    "webhook-configuration",
-    "failurePolicy",
-    "sideEffects",
-    "timeoutSeconds",
-    "admissionReviewVersions",
-    "namespaceSelector",
-    "ca-bundle",
-    "certificate-names",
-    "certificate-expiry",
-    "service-endpoints",
-    "webhook-answers",
-    "status-writer-lease",
-    "store-conditions",
-    "validated-writers",
-    "held-deletions",
-    "inline-declarations",
-]
 
 
 @pytest.fixture(scope="module", autouse=True)

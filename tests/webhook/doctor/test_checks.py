@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.support.doctor_checks import EVERY_CHECK
 from webhook.certs.issue import Authority, Bundle, issue_authority, issue_bundle, issue_serving
 from webhook.doctor import certificates, registration
 from webhook.doctor.checks import (
@@ -1132,28 +1133,7 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
         agents=[inline_agent("a", VALID_INLINE)],
     )
     results = run_checks(snapshot, TARGET, NOW)
-    assert [(r.name, r.level) for r in results] == [
-        (name, Level.OK)
-        for name in (
-            "crd",
-            "webhook-configuration",
-            "failurePolicy",
-            "sideEffects",
-            "timeoutSeconds",
-            "admissionReviewVersions",
-            "namespaceSelector",
-            "ca-bundle",
-            "certificate-names",
-            "certificate-expiry",
-            "service-endpoints",
-            "webhook-answers",
-            "status-writer-lease",
-            "store-conditions",
-            "validated-writers",
-            "held-deletions",
-            "inline-declarations",
-        )
-    ]
+    assert [(r.name, r.level) for r in results] == [(name, Level.OK) for name in EVERY_CHECK]
 
 
 def test_flags_left_out_take_the_shipped_names() -> None:

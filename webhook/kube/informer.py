@@ -1,7 +1,10 @@
 """client-go's reflector: list in pages, watch from the list's resourceVersion with bookmarks.
 
 410 Gone (an answer or an ERROR event) relists; a watch ended by its timeout resumes at once, a
-failure after a capped, jittered backoff. Not the client's `SharedInformer`: it misses dict items.
+failure after a capped, jittered backoff. A line that cannot be read as an event ends the watch,
+which starts again from the last event read: skipping it would move the resourceVersion past a
+change never applied, and leave that object stale until it changes again. Not the client's
+`SharedInformer`: it misses dict items.
 """
 
 from __future__ import annotations
@@ -47,7 +50,12 @@ EVENT_TYPES: Final = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERR
 
 
 class WatchStreamError(Exception):
-    """The stream cannot be read as a watch (oversized line); reconnect."""
+    """The watch cannot go on (an ERROR event other than 410); reconnect."""
+
+
+class UnreadableEventError(WatchStreamError):
+    """A line that is not a watch event (not JSON, no type or object, oversized): the watch starts
+    again from the last event read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +76,11 @@ def split_lines(chunks: Iterable[bytes], limit: int = MAX_LINE_BYTES) -> Iterato
             start = end + 1
         del buffer[:start]
         if len(buffer) > limit:
-            raise WatchStreamError(f"watch line longer than {limit} bytes")
+            raise UnreadableEventError(f"watch line longer than {limit} bytes")
 
 
 def decode_event(line: bytes) -> WatchEvent | None:
-    """One watch event, or None for a line that is not one (logged and skipped by the caller)."""
+    """One watch event, or None for a line that is not one."""
     try:
         data = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -141,7 +149,8 @@ class Informer:
             except Exception as error:  # never die
                 expired = isinstance(error, ResourceExpiredError)
                 if not expired and status_code(error) != http.HTTPStatus.GONE:
-                    self._fail(error)
+                    unreadable = isinstance(error, UnreadableEventError)
+                    self._fail(error, "unreadable" if unreadable else "error")
                     continue
                 self._version = None
                 self._metrics.watch_restarts.labels("gone").inc()
@@ -195,10 +204,7 @@ class Informer:
             for line in split_lines(response_chunks(response)):
                 event = decode_event(line)
                 if event is None:
-                    log.warning(
-                        "unreadable watch line skipped", extra={"fields": {"bytes": len(line)}}
-                    )
-                    continue
+                    raise UnreadableEventError(f"a {len(line)}-byte line is not a watch event")
                 self._apply(event)
                 delivered = True
         finally:
@@ -244,15 +250,19 @@ class Informer:
             self._on_change(key, obj)
         self._metrics.objects.set(len(self._known))
 
-    def _fail(self, error: Exception) -> None:
+    def _fail(self, error: Exception, reason: str) -> None:
+        """Counted by `reason`, logged once, retried after the backoff from `_version` (the
+        last event read; None relists)."""
         if self._stop.is_set():
             return
         delay = max(self._backoff.next_delay(), retry_after(error))
-        self._metrics.watch_restarts.labels("error").inc()
+        self._metrics.watch_restarts.labels(reason).inc()
         fields = {
             "status": status_code(error),
             "error": error_text(error),
             "retry_in": round(delay, 3),
+            "reason": reason,
+            "resourceVersion": self._version,
         }
         fields["transport"] = isinstance(error, TRANSPORT_ERRORS)
         log.warning("list/watch failed", extra={"fields": fields})

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from webhook.observability.metrics_registry import MetricsRegistry
 
-WATCH_RESTART_REASONS: Final = ("closed", "gone", "error")
+WATCH_RESTART_REASONS: Final = ("closed", "gone", "error", "unreadable")
 RECONCILE_OUTCOMES: Final = ("up_to_date", "written", "gone", "standby", "retry")
 WRITE_RESULTS: Final = ("ok", "not_found", "conflict", "error")
 
@@ -26,12 +27,49 @@ def _counter_by(
     return counter
 
 
+@dataclass(slots=True)
+class WatchedMetrics:
+    """What one informer counts (`webhook.kube.informer.InformerMetrics`), named for what it
+    watches."""
+
+    lists: Counter
+    objects: Gauge
+    watch_events: Counter
+    watch_restarts: Counter
+
+
+def _watched(prefix: str, objects: str, noun: str, registry: CollectorRegistry) -> WatchedMetrics:
+    return WatchedMetrics(
+        lists=Counter(f"{prefix}lists", f"Full lists of {noun}", registry=registry),
+        objects=Gauge(objects, f"{noun} in the writer's cache", registry=registry),
+        watch_events=Counter(
+            f"{prefix}watch_events",
+            f"Watch events of {noun} received, by type",
+            ["type"],
+            registry=registry,
+        ),
+        watch_restarts=_counter_by(
+            f"{prefix}watch_restarts",
+            f"Watch streams of {noun} restarted",
+            "reason",
+            WATCH_RESTART_REASONS,
+            registry,
+        ),
+    )
+
+
 class WriterMetrics(MetricsRegistry):
     def __init__(self) -> None:
         super().__init__()
         r = self.registry
-        self.objects = Gauge(
-            "feedbackstore_status_objects", "FeedbackStores in the writer's cache", registry=r
+        stores = _watched(
+            "feedbackstore_status_", "feedbackstore_status_objects", "FeedbackStores", r
+        )
+        self.lists, self.objects = stores.lists, stores.objects
+        self.watch_events, self.watch_restarts = stores.watch_events, stores.watch_restarts
+        # The AgentDeployments' informer (in-use protection, inline declarations).
+        self.agents = _watched(
+            "feedbackstore_status_agent_", "feedbackstore_status_agents", "AgentDeployments", r
         )
         self.objects_invalid = Gauge(
             "feedbackstore_status_objects_invalid",
@@ -55,22 +93,6 @@ class WriterMetrics(MetricsRegistry):
             "AgentDeployments whose inline declaration (spec.feedback) is invalid, as this "
             "replica's watch sees them",
             registry=r,
-        )
-        self.watch_events = Counter(
-            "feedbackstore_status_watch_events",
-            "Watch events received, by type",
-            ["type"],
-            registry=r,
-        )
-        self.lists = Counter(
-            "feedbackstore_status_lists", "Full lists of FeedbackStores", registry=r
-        )
-        self.watch_restarts = _counter_by(
-            "feedbackstore_status_watch_restarts",
-            "Watch streams restarted",
-            "reason",
-            WATCH_RESTART_REASONS,
-            r,
         )
         self.reconciles = _counter_by(
             "feedbackstore_status_reconciles",

@@ -54,6 +54,7 @@ class Faults:
         self._failures: list[_Rule] = []
         self._delays: list[_Rule] = []
         self._conflicts: list[Callable[[dict[str, Any]], None]] = []
+        self._garbled: list[_Rule] = []
 
     def drop_watches(self, clean: bool = False) -> int:
         """Close every open watch stream now; returns how many were open.
@@ -107,11 +108,19 @@ class Faults:
         with self._lock:
             self._conflicts.extend([mutate or _bump_annotation] * n)
 
+    def garble_watch_events(self, n: int = 1, path_contains: str | None = None) -> None:
+        """The next ``n`` changes a matching watch stream carries go out as a line that is not a
+        watch event (a stream corrupted on its way), in place of the event: that stream never
+        carries the change; a watch started again from before it does."""
+        with self._lock:
+            self._garbled.append(_Rule(n, "GET", path_contains))
+
     def clear(self) -> None:
         with self._lock:
             self._failures.clear()
             self._delays.clear()
             self._conflicts.clear()
+            self._garbled.clear()
 
     # -- consumed by the server ------------------------------------------------------------
     def take_failure(self, method: str, path: str) -> errors.ApiError | None:
@@ -132,6 +141,15 @@ class Faults:
                         rule.remaining -= 1
                     total += rule.seconds
             return total
+
+    def take_garbled(self, path: str) -> bool:
+        with self._lock:
+            for rule in self._garbled:
+                if rule.matches("GET", path):
+                    if rule.remaining is not None:
+                        rule.remaining -= 1
+                    return True
+        return False
 
     def take_status_conflict(self) -> Callable[[dict[str, Any]], None] | None:
         with self._lock:

@@ -263,6 +263,7 @@ async def collection(request: web.Request) -> web.StreamResponse:
             namespace,
             options,
             settings.bookmark_interval,
+            lambda: request.app[FAULTS].take_garbled(request.path),
         )
     resource_version, match, limit = _list_options(query)
     page = request.app[STORE].list_page(

@@ -25,8 +25,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from aiohttp import web
@@ -95,6 +96,10 @@ def _line(event_type: str, obj: Any) -> bytes:
     return orjson.dumps({"type": event_type, "object": obj}) + b"\n"
 
 
+# What a garbled event is sent as (`Faults.garble_watch_events`): one line, not JSON.
+GARBLED_LINE: Final = b'{"type":"MODIFIED","object":{"metadata":\x00\n'
+
+
 def _bookmark(resource: ResourceType, revision: int, initial_end: bool = False) -> bytes:
     meta: dict[str, Any] = {"resourceVersion": str(revision)}
     if initial_end:
@@ -112,7 +117,9 @@ async def serve(
     namespace: str | None,
     options: WatchOptions,
     bookmark_interval: float,
+    garbled: Callable[[], bool] = lambda: False,
 ) -> web.StreamResponse:
+    """`garbled()` is asked before each change is sent: True sends `GARBLED_LINE` instead."""
     start: int | None = None
     if options.resource_version not in (None, "0"):
         start = parse_resource_version(str(options.resource_version))
@@ -123,8 +130,9 @@ async def serve(
     hub.watchers.add(watcher)
     try:
         await _stream(
-            response, watcher, store, resource, namespace, options, start, bookmark_interval
-        )
+            response, watcher, store, resource, namespace, options, start, bookmark_interval,
+            garbled,
+        )  # fmt: skip
     except _DISCONNECTED:
         return response
     finally:
@@ -144,6 +152,7 @@ async def _stream(
     options: WatchOptions,
     start: int | None,
     bookmark_interval: float,
+    garbled: Callable[[], bool],
 ) -> None:
     deadline = time.monotonic() + options.timeout
     if start is None or options.send_initial:
@@ -163,7 +172,8 @@ async def _stream(
             await response.write(_line("ERROR", errors.too_old_watch(gone.requested, gone.oldest)))
             return
         if changes:
-            await response.write(b"".join(_line(c.type, c.obj) for c in changes))
+            lines = (GARBLED_LINE if garbled() else _line(c.type, c.obj) for c in changes)
+            await response.write(b"".join(lines))
         cursor = cursor_seen
         now = time.monotonic()
         if now >= deadline:

@@ -25,6 +25,7 @@ from tests.support.status_writer import (
     running_writer,
     sample,
     status_writes,
+    store_requests,
     validated,
 )
 from webhook.rules import inuse
@@ -345,3 +346,23 @@ def test_every_request_stays_within_the_documented_rbac(apiserver: ApiServerEmul
     ]
     assert outside == []
     assert {m for m, _ in seen} == {"GET", "PATCH", "POST", "PUT"}
+
+
+def test_an_unreadable_watch_event_restarts_the_watch_from_the_last_event_read(
+    apiserver: ApiServerEmulator,
+) -> None:
+    names = seed(apiserver, count=2)
+    with running_writer(apiserver) as writer:
+        converged(apiserver)
+        apiserver.faults.garble_watch_events(1, path_contains="/feedbackstores")
+        flipped_at = time.monotonic()
+        flip(apiserver, names[0])  # its event arrives as a line that is not JSON
+        flip(apiserver, names[1])  # and this one readable, later in the same stream
+        changed = apiserver.get(NS, names[0])
+        assert changed is not None
+        converged(apiserver)  # names[0] is not left stale
+        assert sample(writer, "feedbackstore_status_watch_restarts_total", reason="unreadable") == 1
+        assert len(lists(apiserver)) == 1, "restarted, not relisted"
+    watches = [r for r in store_requests(apiserver) if "watch" in r.query]
+    restarted = next(r for r in watches if r.received > flipped_at)
+    assert int(restarted.query["resourceVersion"]) < int(changed["metadata"]["resourceVersion"])

@@ -16,14 +16,13 @@ from kubernetes.client import ApiClient
 
 from webhook.kube.cache import Key
 from webhook.kube.client import CollectionApi, error_text, status_code
-from webhook.kube.informer import Informer
+from webhook.kube.informer import Informer, InformerMetrics
 from webhook.kube.settings import InformerSettings
 from webhook.kube.workqueue import WorkQueue
 from webhook.observability.logs import logger
 from webhook.rules import inuse
 from webhook.status.inline import InlineDeclarations
 from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference
-from webhook.status.writer_metrics import WriterMetrics
 
 log = logger("status.agents")
 
@@ -39,6 +38,7 @@ class AgentView:
         settings: InformerSettings,
         replan: Callable[[], None],
         recheck_seconds: float,
+        metrics: InformerMetrics,
         inline: InlineDeclarations | None = None,
     ) -> None:
         self._api = CollectionApi(
@@ -52,9 +52,9 @@ class AgentView:
         self._stop = threading.Event()
         self._not_served = False
         self._inline = inline
-        # Its own metrics registry: the writer's gauges and counters speak of stores only.
+        # The one watch of AgentDeployments: the index and the inline declarations both read it.
         self.informer = Informer(
-            self._api, self._link, self._unlink, WriterMetrics(), settings, on_synced=self._synced
+            self._api, self._link, self._unlink, metrics, settings, on_synced=self._synced
         )
 
     def _link(self, agent: Key, obj: dict[str, Any]) -> None:

@@ -68,6 +68,7 @@ class StatusController:
             settings.informer(),
             replan=self.resync,
             recheck_seconds=settings.agent_recheck_seconds,
+            metrics=self.metrics.agents,
             inline=self.inline,
         )
         self.writer = StatusWriter(

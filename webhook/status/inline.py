@@ -65,6 +65,9 @@ class InlineDeclarations:
         self._lock = threading.Lock()
         self._seen: dict[Key, _Seen] = {}
         self._reported: dict[Key, str] = {}  # the condition-like status last told by an Event
+        # Of `_seen`, how many are invalid: moved by each event, so a relist costs one step per
+        # agent, not a count of every agent per agent.
+        self._invalid = 0
         self.queue: WorkQueue[Key] = WorkQueue()
 
     def observe(self, key: Key, agent: dict[str, Any]) -> None:
@@ -75,16 +78,16 @@ class InlineDeclarations:
         with self._lock:
             before = self._seen.get(key)
             self._seen[key] = _Seen(agent, verdict)
-            self._count_locked()
+            self._count_locked(before, verdict)
         if before is None or before.verdict.valid != verdict.valid:
             self.queue.add(key)
 
     def forget(self, key: Key) -> None:
         """The agent is gone or declares nothing inline: nothing to tell any more."""
         with self._lock:
-            self._seen.pop(key, None)
+            before = self._seen.pop(key, None)
             self._reported.pop(key, None)
-            self._count_locked()
+            self._count_locked(before, None)
 
     def resync(self) -> None:
         """Every agent again (a new leader tells what it has not told)."""
@@ -130,9 +133,13 @@ class InlineDeclarations:
             if self._seen.get(key) is seen:
                 self._reported[key] = status
 
-    def _count_locked(self) -> None:
-        count = sum(1 for seen in self._seen.values() if not seen.verdict.valid)
-        self._metrics.inline_invalid.set(count)
+    def _count_locked(self, before: _Seen | None, after: Verdict | None) -> None:
+        """One agent's verdict went from `before` to `after` (None: not there)."""
+        was = before is not None and not before.verdict.valid
+        now = after is not None and not after.valid
+        if was != now:
+            self._invalid += 1 if now else -1
+            self._metrics.inline_invalid.set(self._invalid)
 
 
 def _about(agent: dict[str, Any]) -> tuple[str, str]:

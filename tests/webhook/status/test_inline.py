@@ -8,7 +8,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from webhook.rules import Verdict
+from webhook.status import inline as inline_module
 from webhook.status.events import Transition, event_body
 from webhook.status.inline import InlineDeclarations, inline_message, inline_verdict
 from webhook.status.writer_metrics import WriterMetrics
@@ -176,6 +180,72 @@ def test_the_gauge_counts_invalid_declarations_as_the_watch_sees_them() -> None:
     inline.forget(KEY)
     assert gauge(metrics) == 0
     assert inline.invalid() == []
+
+
+AGENT_NAMES = ("a", "b", "c")
+SPECS = (VALID, INVALID, OTHER_INVALID, None)
+# One step of the watch: an agent added or changed to a spec, deleted, or a relist of what is.
+steps = st.one_of(
+    st.tuples(st.just("observe"), st.sampled_from(AGENT_NAMES), st.sampled_from(SPECS)),
+    st.tuples(st.just("delete"), st.sampled_from(AGENT_NAMES)),
+    st.tuples(
+        st.just("relist"), st.dictionaries(st.sampled_from(AGENT_NAMES), st.sampled_from(SPECS))
+    ),
+)
+
+
+@given(st.lists(steps, max_size=30))
+def test_the_gauge_is_the_number_of_invalid_declarations_after_any_watch_history(
+    history: list[tuple[Any, ...]],
+) -> None:
+    inline, _, _, metrics = tracker(leading=False)
+    cluster: dict[str, object] = {}
+    for step in history:
+        if step[0] == "observe":
+            cluster[step[1]] = step[2]
+            inline.observe(("agents", step[1]), agent(step[2]))
+        elif step[0] == "delete":
+            cluster.pop(step[1], None)
+            inline.forget(("agents", step[1]))
+        else:  # as the informer relists: what is gone is deleted, what is there seen again
+            for gone in cluster.keys() - step[1].keys():
+                inline.forget(("agents", gone))
+            cluster = dict(step[1])
+            for name, spec in cluster.items():
+                inline.observe(("agents", name), agent(spec))
+    expected = sum(1 for spec in cluster.values() if spec in (INVALID, OTHER_INVALID))
+    assert gauge(metrics) == expected == len(inline.invalid())
+
+
+class CountedVerdict(Verdict):
+    """A verdict that counts how often anyone asks whether it is valid."""
+
+    reads = 0
+
+    @property
+    def valid(self) -> bool:
+        CountedVerdict.reads += 1
+        return not self.problems
+
+
+def test_seeing_each_agent_once_asks_each_verdict_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a relist of many agents costs: a step per agent, not a count of all per agent."""
+    judged = inline_verdict
+
+    def counted(obj: object) -> Verdict | None:
+        verdict = judged(obj)
+        return None if verdict is None else CountedVerdict(*verdict)
+
+    monkeypatch.setattr(inline_module, "inline_verdict", counted)
+    monkeypatch.setattr(CountedVerdict, "reads", 0)
+    inline, _, _, metrics = tracker(leading=False)
+    agents = 200
+    for index in range(agents):
+        inline.observe(("agents", f"bot-{index}"), agent(INVALID if index % 2 else VALID))
+    assert gauge(metrics) == agents // 2
+    assert CountedVerdict.reads <= 4 * agents
 
 
 def test_the_verdict_is_the_rules_at_the_inline_path() -> None:

@@ -11,7 +11,16 @@ from collections.abc import Sequence
 from webhook import __version__
 
 # Subcommand modules under webhook.cli, in the order `--help` lists them.
-SUBCOMMANDS = ("validate", "migrate", "serve", "status_writer", "certs", "manifests", "doctor")
+SUBCOMMANDS = (
+    "validate",
+    "migrate",
+    "serve",
+    "status_writer",
+    "cleanup",
+    "certs",
+    "manifests",
+    "doctor",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from prometheus_client import Counter, Gauge
@@ -18,7 +18,7 @@ from prometheus_client import Counter, Gauge
 from webhook.kube.client import LeaseApi, error_text, status_code
 from webhook.kube.objects import metadata_of
 from webhook.kube.settings import ElectionSettings
-from webhook.kube.timestamps import micro_time, utc_now
+from webhook.kube.timestamps import micro_time, parse_time, utc_now
 from webhook.observability.logs import logger
 
 log = logger("kube.leader")
@@ -57,6 +57,19 @@ def read_record(lease: dict[str, Any]) -> LeaseRecord:
         resource_version=str(metadata_of(lease).get("resourceVersion") or ""),
         spec=spec,
     )
+
+
+def lapses_at(record: LeaseRecord, default_duration: int) -> datetime | None:
+    """When a held Lease lapses unless renewed: `renewTime` + `leaseDurationSeconds`, by the
+    holder's clock. None when it is released (no holder) or was never renewed: nobody leads.
+
+    For a one-off reader: a candidate measures expiry on its own clock since it last saw the
+    record change (`held_by_other`), which needs watching it for a whole duration.
+    """
+    renewed = parse_time(record.renew_time)
+    if not record.holder or renewed is None:
+        return None
+    return renewed + timedelta(seconds=record.duration or default_duration)
 
 
 def held_by_other(

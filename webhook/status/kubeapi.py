@@ -22,20 +22,30 @@ class FeedbackStoreApi(CollectionApi):
     def __init__(self, api_client: ApiClient, namespace: str | None = None) -> None:
         super().__init__(api_client, (api.GROUP, api.VERSION, api.PLURAL), namespace)
 
-    def apply_status(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._apply(self._api.patch_namespaced_custom_object_status, namespace, name, body)
+    def apply_status(
+        self, namespace: str, name: str, body: dict[str, Any], *, force: bool = True
+    ) -> dict[str, Any]:
+        patch = self._api.patch_namespaced_custom_object_status
+        return self._apply(patch, namespace, name, body, force)
 
-    def apply_finalizer(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    def apply_finalizer(
+        self, namespace: str, name: str, body: dict[str, Any], *, force: bool = True
+    ) -> dict[str, Any]:
         """Our finalizer, or none to give it up: a set-type list, so we own our entry alone."""
-        return self._apply(self._api.patch_namespaced_custom_object, namespace, name, body)
+        return self._apply(self._api.patch_namespaced_custom_object, namespace, name, body, force)
 
     @staticmethod
     def _apply(
-        patch: Callable[..., object], namespace: str, name: str, body: dict[str, Any]
+        patch: Callable[..., object],
+        namespace: str,
+        name: str,
+        body: dict[str, Any],
+        force: bool,
     ) -> dict[str, Any]:
-        """Forced, as Kubernetes advises controllers: a field of ours another manager took (a
-        hand-edited `InUse`) is taken back rather than failing with 409 forever. `Validated` is
-        not fought over: the planner yields it to its other writers (`validated.py`).
+        """Forced for the writer, as Kubernetes advises controllers: a field of ours another
+        manager took (a hand-edited `InUse`) is taken back rather than failing with 409 forever.
+        `Validated` is not fought over: the planner yields it to its other writers
+        (`validated.py`). `cleanup` never forces: it takes no field from anyone.
         """
         response = patch(
             api.GROUP,
@@ -45,7 +55,7 @@ class FeedbackStoreApi(CollectionApi):
             name,
             body,
             field_manager=FIELD_MANAGER,
-            force=True,
+            force=force,
             _content_type=APPLY_PATCH,
             _preload_content=False,
             _request_timeout=REQUEST_TIMEOUT,

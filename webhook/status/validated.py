@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from webhook.install import FIELD_MANAGER
-from webhook.kube.managed_fields import APPLY, Owner, condition_owners
+from webhook.kube.managed_fields import APPLY, Owner, condition_owners, owned_part
 from webhook.kube.objects import (
     CONDITION_FALSE,
     CONDITION_TRUE,
@@ -107,8 +107,7 @@ def _kept(owned: frozenset[str], previous: dict[str, Any] | None) -> dict[str, A
     changes nothing and removes nothing."""
     if previous is None or not owned:
         return None
-    kept = {name: previous[name] for name in sorted(owned) if name in previous}
-    return {**kept, "type": api.CONDITION_TYPE}
+    return owned_part(previous, owned)
 
 
 def plan_status(obj: dict[str, Any], now: datetime) -> StatusPlan:

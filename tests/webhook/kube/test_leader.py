@@ -11,6 +11,7 @@ import pytest
 from webhook.kube.leader import (
     claimed_spec,
     held_by_other,
+    lapses_at,
     read_record,
     released_spec,
 )
@@ -142,3 +143,39 @@ def test_holder_identity_without_pod_name_uses_the_host_name_never_bare() -> Non
     identity = holder_identity({})
     assert "_" in identity
     assert len(identity.rsplit("_", 1)[1]) == 36
+
+
+@pytest.mark.parametrize(
+    ("spec", "lapses"),
+    [
+        pytest.param(
+            {"holderIdentity": OTHER, "leaseDurationSeconds": 15, "renewTime": STAMP},
+            datetime(2025, 6, 1, 12, 0, 15, tzinfo=UTC),
+            id="a held Lease lapses its duration after its renewal",
+        ),
+        pytest.param(
+            {"holderIdentity": OTHER, "renewTime": "2025-06-01T12:00:00.250000Z"},
+            datetime(2025, 6, 1, 12, 0, 15, 250000, tzinfo=UTC),
+            id="without a duration, client-go's default of 15 s",
+        ),
+        pytest.param(
+            {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": STAMP},
+            None,
+            id="a released Lease (no holder) holds nobody",
+        ),
+        pytest.param(
+            {"holderIdentity": OTHER, "leaseDurationSeconds": 15},
+            None,
+            id="a Lease never renewed holds nobody",
+        ),
+        pytest.param(
+            {"holderIdentity": OTHER, "leaseDurationSeconds": 15, "renewTime": "yesterday"},
+            None,
+            id="an unreadable renewTime holds nobody",
+        ),
+    ],
+)
+def test_when_a_lease_lapses_for_a_one_off_reader(
+    spec: dict[str, Any], lapses: datetime | None
+) -> None:
+    assert lapses_at(read_record(lease(**spec)), 15) == lapses

@@ -158,8 +158,12 @@ class ConsoleServer:
         self.logs: list[dict[str, Any]] = []
         self.stdout: list[str] = []
         self._lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        threading.Thread(target=self._read_logs, daemon=True).start()
-        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self._readers = [
+            threading.Thread(target=self._read_logs, daemon=True),
+            threading.Thread(target=self._read_stdout, daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
 
     def _read_logs(self) -> None:
         assert self.process.stderr is not None
@@ -207,7 +211,14 @@ class ConsoleServer:
         self.process.send_signal(sig)
 
     def wait(self, timeout: float) -> int:
-        return self.process.wait(timeout)
+        """The exit code, once every line the process wrote is in `logs` and `stdout`: its pipes
+        reach end-of-file after it exits, and only then have the readers seen its last lines."""
+        deadline = time.monotonic() + timeout
+        code = self.process.wait(timeout)
+        for reader in self._readers:
+            reader.join(max(deadline - time.monotonic(), 1.0))
+            assert not reader.is_alive(), "the process exited but its output never ended"
+        return code
 
     def kill(self) -> None:
         if self.process.poll() is None:

@@ -3,20 +3,55 @@
 `webhook.server.memory.Trimmer` calls malloc_trim shortly after a body of
 TRIM_AFTER_BYTES or more (bench/admission/trim_ab.py measures what that
 gives back); these tests hold when it trims, with the trim counted instead of
-run.
+run, on a clock the test moves (a stall of the machine cannot reorder them).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
 
 from webhook.admission.decode import MAX_JSON_VALUES
 from webhook.server.memory import TRIM_AFTER_BYTES, Trimmer
 
-# Longer than the trimmer's delay after a large review.
-WAIT_SECONDS = 0.8
+# How long after the last large review the trim runs.
+DELAY_SECONDS = 0.5
+
+
+class ClockLoop(asyncio.SelectorEventLoop):
+    """An event loop on a clock the test moves: a timer is due when the test says its time has
+    come, however late a loaded machine runs the loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+
+    def time(self) -> float:
+        return self.now
+
+    def at(self, seconds: float) -> None:
+        """Moves the clock to `seconds` and runs what is due by then."""
+        self.now = seconds
+        self.run_until_complete(asyncio.sleep(0))
+
+    def review(self, trimmer: Trimmer, body_bytes: int) -> None:
+        """`trimmer.after`, called from within the loop as the server calls it."""
+
+        async def answered() -> None:
+            trimmer.after(body_bytes)
+
+        self.run_until_complete(answered())
+
+
+@pytest.fixture
+def loop() -> Iterator[ClockLoop]:
+    clock_loop = ClockLoop()
+    try:
+        yield clock_loop
+    finally:
+        clock_loop.close()
 
 
 class Counted:
@@ -36,35 +71,39 @@ class Counted:
         pytest.param([TRIM_AFTER_BYTES * 4] * 5, 1, id="large reviews back to back share one trim"),
     ],
 )
-async def test_a_trim_follows_large_reviews_only(bodies: list[int], trims: int) -> None:
+def test_a_trim_follows_large_reviews_only(loop: ClockLoop, bodies: list[int], trims: int) -> None:
     trim = Counted()
     trimmer = Trimmer(trim)
     for size in bodies:
-        trimmer.after(size)
+        loop.review(trimmer, size)
+    loop.at(DELAY_SECONDS - 0.001)
     assert trim.calls == 0, "the trim waits until the answer is sent"
-    await asyncio.sleep(WAIT_SECONDS)
+    loop.at(DELAY_SECONDS)
+    assert trim.calls == trims
+    loop.at(DELAY_SECONDS * 10)
     assert trim.calls == trims
 
 
-async def test_a_large_review_after_a_trim_gets_its_own() -> None:
+def test_a_large_review_after_a_trim_gets_its_own(loop: ClockLoop) -> None:
     trim = Counted()
     trimmer = Trimmer(trim)
-    trimmer.after(TRIM_AFTER_BYTES)
-    await asyncio.sleep(WAIT_SECONDS)
-    trimmer.after(TRIM_AFTER_BYTES)
-    await asyncio.sleep(WAIT_SECONDS)
+    loop.review(trimmer, TRIM_AFTER_BYTES)
+    loop.at(DELAY_SECONDS)
+    assert trim.calls == 1
+    loop.review(trimmer, TRIM_AFTER_BYTES)
+    loop.at(DELAY_SECONDS * 2)
     assert trim.calls == 2
 
 
-async def test_a_large_review_while_a_trim_is_pending_moves_it_to_after_itself() -> None:
+def test_a_large_review_while_a_trim_is_pending_moves_it_to_after_itself(loop: ClockLoop) -> None:
     trim = Counted()
     trimmer = Trimmer(trim)
-    trimmer.after(TRIM_AFTER_BYTES)
-    await asyncio.sleep(WAIT_SECONDS / 2)
-    trimmer.after(TRIM_AFTER_BYTES)
-    await asyncio.sleep(WAIT_SECONDS / 2)
+    loop.review(trimmer, TRIM_AFTER_BYTES)
+    loop.at(DELAY_SECONDS * 0.8)
+    loop.review(trimmer, TRIM_AFTER_BYTES)
+    loop.at(DELAY_SECONDS * 1.5)
     assert trim.calls == 0, "not while the second review's objects may still be alive"
-    await asyncio.sleep(WAIT_SECONDS)
+    loop.at(DELAY_SECONDS * 1.8)
     assert trim.calls == 1
 
 

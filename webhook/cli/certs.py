@@ -1,6 +1,9 @@
 """`feedbackstore-webhook certs`: a CA, serving certificate and kustomize overlay for clusters
 without cert-manager. A rerun keeps what still fits and renews the serving certificate from the
-same CA, so the caBundle in the cluster stays valid through a rotation."""
+same CA, so the caBundle in the cluster stays valid through a rotation. With `--ca-bundle`,
+`--cert` and `--key` it installs a certificate of your own through the same overlay, checked
+first as kube-apiserver will check it; a bundle of two CAs is how a CA rotation trusts both
+(docs/install.md, "Rotate the CA")."""
 
 from __future__ import annotations
 
@@ -8,7 +11,8 @@ import argparse
 import os
 import pathlib
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
 from webhook import install
 from webhook.certs.defaults import CA_DAYS, DEFAULT_KEY_TYPE, SERVING_DAYS, KeyType
@@ -52,6 +56,28 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--force", action="store_true", help="issue a new CA and certificate even if they fit"
     )
+    own = parser.add_argument_group(
+        "a certificate of your own",
+        "give all three to install your files instead of issuing any: each entry's caBundle "
+        "and the Secret's ca.crt get --ca-bundle, the Secret tls.crt and tls.key; they are "
+        "checked first (the chain verifies to the bundle, the certificate names NAME.NS.svc and "
+        "every --host, the key is its key, nothing expired) and refused with exit 2",
+    )
+    own.add_argument(
+        "--ca-bundle",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="PEM: the CA(s) kube-apiserver trusts; two during a CA rotation",
+    )
+    own.add_argument(
+        "--cert",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="PEM: the serving certificate, then any intermediate CA",
+    )
+    own.add_argument(
+        "--key", type=pathlib.Path, metavar="FILE", help="PEM: its private key, unencrypted"
+    )
     parser.add_argument(
         "--base",
         default="manifests",
@@ -84,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"certs: --host {error}", file=sys.stderr)
             return EXIT_UNUSABLE
     out_dir: pathlib.Path = args.out_dir
+    own = (args.ca_bundle, args.cert, args.key)
+    if any(own):
+        return _install_own(args, *own)
     key_type = KeyType(args.key_type)
     hosts = tuple(dict.fromkeys((*service_hosts(args.service, args.namespace), *args.host)))
     try:
@@ -104,6 +133,70 @@ def run(args: argparse.Namespace) -> int:
         print(f"certs: cannot write to {out_dir}: {error.strerror}", file=sys.stderr)
         return EXIT_UNUSABLE
     return EXIT_OK
+
+
+def _install_own(
+    args: argparse.Namespace,
+    ca_bundle: pathlib.Path | None,
+    cert: pathlib.Path | None,
+    key: pathlib.Path | None,
+) -> int:
+    """Your files, checked, then written where the overlay reads them: no CA key is made."""
+    import datetime as dt
+
+    from webhook.certs.files import PRIVATE_MODE, PUBLIC_MODE, ServingFiles, write_atomically
+    from webhook.certs.overlay import write_overlay
+    from webhook.certs.own import OwnFiles, problems
+
+    given = {"--ca-bundle": ca_bundle, "--cert": cert, "--key": key}
+    missing = [flag for flag, path in given.items() if path is None]
+    issuing = [flag for flag, used in _ISSUING.items() if used(args)]
+    if missing or issuing:
+        why = f"also give {', '.join(missing)}" if missing else f"drop {', '.join(issuing)}"
+        print(
+            "certs: --ca-bundle, --cert and --key go together and replace issuing "
+            f"(--force, --key-type, --days): {why}",
+            file=sys.stderr,
+        )
+        return EXIT_UNUSABLE
+    read: dict[str, bytes] = {}
+    for flag, path in given.items():
+        assert path is not None
+        try:
+            read[flag] = path.read_bytes()
+        except OSError as error:
+            print(f"certs: {flag} {path}: {error.strerror}", file=sys.stderr)
+            return EXIT_UNUSABLE
+    own = OwnFiles(read["--ca-bundle"], read["--cert"], read["--key"])
+    dialled = f"{args.service}.{args.namespace}.svc"
+    found = problems(own, (dialled, *args.host), dt.datetime.now(dt.UTC))
+    if found:
+        print("certs: not installed, kube-apiserver would refuse it:", file=sys.stderr)
+        for problem in found:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    out_dir: pathlib.Path = args.out_dir
+    files = ServingFiles.in_dir(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        write_atomically(files.key, own.key, PRIVATE_MODE)
+        write_atomically(files.cert, own.cert, PUBLIC_MODE)
+        write_atomically(files.ca_cert, own.ca_bundle, PUBLIC_MODE)
+        write_overlay(out_dir, files, args.namespace, _base_reference(args.base, out_dir))
+    except OSError as error:
+        print(f"certs: cannot write to {out_dir}: {error.strerror}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    print(f"checked: {cert} for {', '.join((dialled, *args.host))}, verified by {ca_bundle}")
+    print(f"next: kubectl apply -k {out_dir}")
+    return EXIT_OK
+
+
+# The flags that only issuing reads, and whether each was given.
+_ISSUING: Final[dict[str, Callable[[argparse.Namespace], bool]]] = {
+    "--force": lambda args: bool(args.force),
+    "--key-type": lambda args: args.key_type != DEFAULT_KEY_TYPE.value,
+    "--days": lambda args: args.days != SERVING_DAYS,
+}
 
 
 def _base_reference(base: str, out_dir: pathlib.Path) -> str:

@@ -11,7 +11,8 @@ from typing import Any, Final
 
 from cryptography import x509
 
-from webhook.certs.renewal import common_name, hostname_error, issued_by, sans
+from webhook.certs.own import cert_name, chain_to, load_certificates, utc_minute
+from webhook.certs.renewal import hostname_error, sans
 from webhook.doctor.registration import client_config
 from webhook.doctor.result import CheckResult, fail, ok, skip, warn
 from webhook.doctor.snapshot import Fetched, Unreadable
@@ -20,25 +21,17 @@ CA_BUNDLE: Final = "ca-bundle"
 NAMES: Final = "certificate-names"
 EXPIRY: Final = "certificate-expiry"
 WARN_DAYS: Final = 30
-MAX_CHAIN: Final = 8
 _RENEW: Final = (
     "feedbackstore-webhook certs --out-dir certs && kubectl apply -k certs/  "
     "(with cert-manager: kubectl -n <NS> describe certificate)"
 )
 
 
-def decode_pem_list(data: bytes) -> list[x509.Certificate]:
-    try:
-        return list(x509.load_pem_x509_certificates(data))
-    except ValueError:
-        return []
-
-
 def _base64_pem(text: object) -> list[x509.Certificate]:
     if not isinstance(text, str):
         return []
     try:
-        return decode_pem_list(base64.b64decode(text, validate=True))
+        return load_certificates(base64.b64decode(text, validate=True))
     except ValueError:  # binascii.Error, or a text not ASCII
         return []
 
@@ -96,8 +89,8 @@ def check_trust(
         return fail(CA_BUNDLE, "caBundle holds no PEM certificate", fix)
     path = chain_to(leaf, chain[1:], bundle)
     if path is not None:
-        return ok(CA_BUNDLE, f"caBundle CA {_name(path[-1])} verifies {_name(leaf)}")
-    issuers = ", ".join(_name(cert) for cert in bundle)
+        return ok(CA_BUNDLE, f"caBundle CA {cert_name(path[-1])} verifies {cert_name(leaf)}")
+    issuers = ", ".join(cert_name(cert) for cert in bundle)
     return fail(
         CA_BUNDLE,
         f"caBundle ({issuers}) does not verify the serving certificate, issued by "
@@ -131,51 +124,25 @@ def check_expiry(
     if early is not None:
         return fail(
             EXPIRY,
-            f"{_name(early)} is not valid before {_day(early.not_valid_before_utc)} (clock skew?)",
+            f"{cert_name(early)} is not valid before "
+            f"{utc_minute(early.not_valid_before_utc)} (clock skew?)",
             "check the clocks of the issuer and the cluster, then reissue",
         )
     first = min(path, key=lambda cert: cert.not_valid_after_utc)
     end = first.not_valid_after_utc
     days = (end - now).days
-    which = "serving certificate" if first is path[0] else f"CA {_name(first)}"
+    which = "serving certificate" if first is path[0] else f"CA {cert_name(first)}"
     if end <= now:
         return fail(
             EXPIRY,
-            f"{which} expired on {_day(end)}: kube-apiserver answers "
+            f"{which} expired on {utc_minute(end)}: kube-apiserver answers "
             "'x509: certificate has expired or is not yet valid'",
             _RENEW,
         )
     if days < WARN_DAYS:
-        return warn(EXPIRY, f"{which} expires on {_day(end)}, in {days} days", _RENEW)
-    return ok(EXPIRY, f"{which} expires on {_day(end)}, in {days} days")
-
-
-def chain_to(
-    leaf: x509.Certificate,
-    intermediates: Sequence[x509.Certificate],
-    roots: Sequence[x509.Certificate],
-) -> list[x509.Certificate] | None:
-    """leaf .. root when signatures link `leaf` to one of `roots`, else None (dates ignored)."""
-    path = [leaf]
-    for _ in range(MAX_CHAIN):
-        current = path[-1]
-        root = next((ca for ca in roots if issued_by(current, ca)), None)
-        if root is not None:
-            return path if root == current else [*path, root]
-        parent = next((c for c in intermediates if c not in path and issued_by(current, c)), None)
-        if parent is None:
-            return None
-        path.append(parent)
-    return None
+        return warn(EXPIRY, f"{which} expires on {utc_minute(end)}, in {days} days", _RENEW)
+    return ok(EXPIRY, f"{which} expires on {utc_minute(end)}, in {days} days")
 
 
 def _without_certificate(why: str, fix: str) -> list[CheckResult]:
     return [fail(CA_BUNDLE, why, fix), skip(NAMES, why), skip(EXPIRY, why)]
-
-
-def _name(cert: x509.Certificate) -> str:
-    return f'"{common_name(cert) or cert.subject.rfc4514_string()}"'
-
-
-def _day(moment: dt.datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M UTC")

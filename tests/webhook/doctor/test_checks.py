@@ -19,6 +19,7 @@ from cryptography.x509.oid import NameOID
 
 from tests.support.doctor_checks import EVERY_CHECK
 from webhook.certs.issue import Authority, Bundle, issue_authority, issue_bundle, issue_serving
+from webhook.certs.own import load_certificates
 from webhook.doctor import certificates, registration
 from webhook.doctor.checks import (
     check_crd,
@@ -647,8 +648,8 @@ def test_a_common_name_alone_gets_go_s_legacy_message() -> None:
 )
 def test_days_to_expiry(issued_days_ago: int, days: int, level: Level, text: str) -> None:
     bundle = issue_bundle(("webhook",), days=days, now=NOW - dt.timedelta(days=issued_days_ago))
-    chain = certificates.decode_pem_list(bundle.cert)
-    roots = certificates.decode_pem_list(bundle.ca_cert)
+    chain = load_certificates(bundle.cert)
+    roots = load_certificates(bundle.ca_cert)
     result = certificates.check_expiry(chain, roots, NOW)
     assert (result.level, result.detail) == (level, text)
 

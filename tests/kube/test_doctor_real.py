@@ -557,9 +557,9 @@ def test_stores_with_missing_or_stale_conditions_fail(install: Install) -> None:
         custom.create_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, feedbackstore(name, VALID_SPEC)
         )
-    condition = {
-        "type": "Validated",
-        "status": "True",
+    condition = {  # the status writer's own verdict, for generation 1
+        "type": "Stalled",
+        "status": "False",
         "reason": "SpecCoherent",
         "message": "feedback store spec is coherent",
         "observedGeneration": 1,
@@ -592,10 +592,9 @@ def test_stores_with_missing_or_stale_conditions_fail(install: Install) -> None:
     )
     code, checks = doctor(install, store_namespace=namespace)
     assert code == 1
-    # Its Validated applied as `doctor-test`, which the doctor names as a second writer too.
-    all_ok_but(checks, store_conditions="fail", validated_writers="warn")
+    all_ok_but(checks, store_conditions="fail")
     assert checks["store-conditions"]["detail"] == (
-        f"2 FeedbackStores in {namespace}: 1 without Validated ({namespace}/never-seen); "
+        f"2 FeedbackStores in {namespace}: 1 without Stalled ({namespace}/never-seen); "
         f"1 stale: observedGeneration < generation ({namespace}/seen-before)"
     )
     assert checks["validated-writers"]["detail"].startswith(

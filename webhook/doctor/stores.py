@@ -1,5 +1,8 @@
-"""The FeedbackStores: does each carry a current `Validated`, who else writes it, and does any
-hang in `Terminating`? A current `False` is an invalid object the webhook never saw (created
+"""The FeedbackStores: does each carry a current `Stalled`, who else writes `Validated`, and does
+any hang in `Terminating`? `Stalled` is the status writer's own condition, with every problem
+of the spec; `Validated` may be the platform's operator's (its first problem only, and `True`
+for some invalid stores), so neither the count of invalid stores nor the writer's freshness is
+read from it. A current `Stalled` `True` is an invalid object the webhook never saw (created
 before it, or while it failed open): worth a warning."""
 
 from __future__ import annotations
@@ -13,7 +16,13 @@ from webhook import install
 from webhook.doctor.result import CheckResult, fail, ok, refused, skip, warn
 from webhook.doctor.snapshot import FetchedList, Unreadable
 from webhook.install import FIELD_MANAGER
-from webhook.kube.objects import CONDITION_FALSE, deletion_in_progress, has_finalizer, metadata_of
+from webhook.kube.objects import (
+    CONDITION_TRUE,
+    deletion_in_progress,
+    find_condition,
+    has_finalizer,
+    metadata_of,
+)
 from webhook.rules import api, inuse
 from webhook.status.usage import current_in_use
 from webhook.status.validated import current_condition, observed_generation, validated_writers
@@ -36,10 +45,11 @@ def check_stores(stores: FetchedList, scope: str, namespace: str) -> CheckResult
         by_state[_state(store)].append(store)
     missing, stale, invalid = by_state["missing"], by_state["stale"], by_state["invalid"]
     total = f"{_count(stores)} {scope}"
+    stalled = api.STALLED_CONDITION_TYPE
     if missing or stale:
         parts = []
         if missing:
-            parts.append(f"{len(missing)} without {api.CONDITION_TYPE} ({_few(missing)})")
+            parts.append(f"{len(missing)} without {stalled} ({_few(missing)})")
         if stale:
             parts.append(f"{len(stale)} stale: observedGeneration < generation ({_few(stale)})")
         return fail(
@@ -51,21 +61,22 @@ def check_stores(stores: FetchedList, scope: str, namespace: str) -> CheckResult
     if invalid:
         return warn(
             NAME,
-            f"{total}, all current; {len(invalid)} Validated=False ({_few(invalid)})",
-            "kubectl describe fs NAME -n NS shows what to fix in each spec",
+            f"{total}, all current; {len(invalid)} invalid, {stalled}=True ({_few(invalid)})",
+            f"kubectl describe fs NAME -n NS: its {stalled} condition names every problem "
+            "to fix in the spec",
         )
-    return ok(NAME, f"{total}, every {api.CONDITION_TYPE} current")
+    return ok(NAME, f"{total}, every {stalled} current")
 
 
 def _state(store: dict[str, Any]) -> str:
-    condition = current_condition(store)
+    condition = find_condition(store, api.STALLED_CONDITION_TYPE)
     if condition is None:
         return "missing"
     seen = condition.get("observedGeneration")
     generation = observed_generation(store)
     if type(seen) is not int or (generation is not None and seen < generation):
         return "stale"
-    return "invalid" if condition.get("status") == CONDITION_FALSE else "current"
+    return "invalid" if condition.get("status") == CONDITION_TRUE else "current"
 
 
 def check_validated_writers(stores: FetchedList) -> CheckResult:

@@ -836,35 +836,69 @@ def validated(status: str = "True", observed: int | None = 1) -> dict[str, Any]:
     return condition
 
 
+def stalled(status: str = "False", observed: int | None = 1) -> dict[str, Any]:
+    """The status writer's own condition: `True` when the spec is invalid."""
+    return {**validated(status, observed), "type": "Stalled"}
+
+
 @pytest.mark.parametrize(
     ("stores", "level", "detail"),
     [
         (
-            [store("a", 1, validated()), store("b", 3, validated(observed=3))],
+            [store("a", 1, stalled()), store("b", 3, stalled(observed=3))],
             Level.OK,
-            "2 FeedbackStores in all namespaces, every Validated current",
+            "2 FeedbackStores in all namespaces, every Stalled current",
         ),
-        ([], Level.OK, "0 FeedbackStores in all namespaces, every Validated current"),
+        ([], Level.OK, "0 FeedbackStores in all namespaces, every Stalled current"),
         (
             [
                 store("a", 1, None),
-                store("b", 2, validated()),
-                store("c", 1, validated(observed=None)),
+                store("b", 2, stalled()),
+                store("c", 1, stalled(observed=None)),
             ],
             Level.FAIL,
-            "3 FeedbackStores in all namespaces: 1 without Validated (ns/a); "
+            "3 FeedbackStores in all namespaces: 1 without Stalled (ns/a); "
             "2 stale: observedGeneration < generation (ns/b, ns/c)",
         ),
         (
-            [store("a", 1, validated("False"))],
+            [store("a", 1, stalled("True"))],
             Level.WARN,
-            "1 FeedbackStore in all namespaces, all current; 1 Validated=False (ns/a)",
+            "1 FeedbackStore in all namespaces, all current; 1 invalid, Stalled=True (ns/a)",
         ),
         (
             [store(f"s{n}", 1, None) for n in range(7)],
             Level.FAIL,
-            "7 FeedbackStores in all namespaces: 7 without Validated "
+            "7 FeedbackStores in all namespaces: 7 without Stalled "
             "(ns/s0, ns/s1, ns/s2, ns/s3, ns/s4 and 2 more)",
+        ),
+        (
+            [
+                store("a", 2, validated("True", observed=2))
+                | {
+                    "status": {
+                        "conditions": [validated("True", observed=2), stalled("True", observed=2)]
+                    }
+                }
+            ],
+            Level.WARN,
+            "1 FeedbackStore in all namespaces, all current; 1 invalid, Stalled=True (ns/a)",
+        ),
+        (
+            [
+                store("a", 3, None)
+                | {
+                    "status": {
+                        "conditions": [validated("False", observed=3), stalled("False", observed=2)]
+                    }
+                }
+            ],
+            Level.FAIL,
+            "1 FeedbackStore in all namespaces: 1 stale: observedGeneration < generation (ns/a)",
+        ),
+        (
+            [store("a", 1, validated("False"))],
+            Level.FAIL,
+            "1 FeedbackStore in all namespaces: 1 without Stalled (ns/a)",
         ),
     ],
     ids=[
@@ -873,6 +907,9 @@ def validated(status: str = "True", observed: int | None = 1) -> dict[str, Any]:
         "missing and stale",
         "current but invalid warns",
         "many are counted, a few named",
+        "invalid by our Stalled though the platform's Validated says True",
+        "stale by our Stalled though the platform's Validated is current",
+        "the platform's Validated alone is no verdict of ours",
     ],
 )
 def test_store_conditions(stores: list[dict[str, Any]], level: Level, detail: str) -> None:
@@ -1129,7 +1166,7 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
         service={},
         endpoint_slices=[endpoint_slice(True)],
         lease=lease(),
-        stores=[store("a", 1, validated())],
+        stores=[store("a", 1, None) | {"status": {"conditions": [validated(), stalled()]}}],
         probe=ProbeOutcome(201, (WEBHOOK_WARNING,)),
         agents=[inline_agent("a", VALID_INLINE)],
     )

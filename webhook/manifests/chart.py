@@ -243,8 +243,29 @@ def _template(
     elif kind in ("ServiceMonitor", "PrometheusRule"):
         key = "serviceMonitor" if kind == "ServiceMonitor" else "prometheusRule"
         labels[markers.block(merged(f".Values.{key}.labels"))] = None
+        if kind == "PrometheusRule":
+            _runbooks(document, markers, defaults)
     _metadata(document["metadata"], markers, kind != "ValidatingWebhookConfiguration")
     return condition, _namespaced(document, markers)
+
+
+def _runbooks(document: dict[str, Any], markers: _Markers, defaults: dict[str, Any]) -> None:
+    """Each alert's runbook_url as the base URL from values and its own page: the manifest's
+    base is the default, and one base serves every alert."""
+    bases = set()
+    for group in document["spec"]["groups"]:
+        for rule in group["rules"]:
+            annotations = rule.get("annotations", {})
+            if "runbook_url" not in annotations:
+                continue
+            base, _, page = annotations["runbook_url"].rpartition("/")
+            bases.add(base + "/")
+            annotations["runbook_url"] = markers.expression(
+                f"{{{{ .Values.prometheusRule.runbookBaseURL }}}}{page}"
+            )
+    if len(bases) > 1:
+        raise ValueError(f"runbook_url: one base URL for every alert, not {sorted(bases)}")
+    defaults["prometheusRule"] = {**CHART_ONLY["prometheusRule"], "runbookBaseURL": bases.pop()}
 
 
 def _metadata(metadata: dict[str, Any], markers: _Markers, annotate: bool) -> None:
@@ -432,7 +453,9 @@ its name), and the namespaces it never judges (the release's own is always added
 Prometheus Operator ServiceMonitors for both components (and the status writer's metrics
 Service); labels: what your Prometheus selects them by. manifests/monitoring's.""",
     "prometheusRule": """\
-The alerts of manifests/monitoring (docs/install.md, "Monitoring"); labels: as above.""",
+The alerts of manifests/monitoring (docs/install.md, "Monitoring"); labels: as above.
+runbookBaseURL: where each alert's runbook_url points, the alert's page appended
+(docs/runbooks/ of the project's repository, or your copy of it).""",
     "test": """\
 `helm test` runs `feedbackstore-webhook doctor` in a pod; its dry-run probe creates (and
 stores nothing) in this namespace, which the webhook must judge.""",

@@ -73,7 +73,7 @@ class WriterMetrics(MetricsRegistry):
         )
         self.objects_invalid = Gauge(
             "feedbackstore_status_objects_invalid",
-            "FeedbackStores whose last reconciled verdict was invalid",
+            "FeedbackStores whose last reconciled verdict was invalid (their Stalled is True)",
             registry=r,
         )
         self.objects_yielded = Gauge(

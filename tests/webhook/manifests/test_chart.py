@@ -292,6 +292,12 @@ VWC = ("ValidatingWebhookConfiguration", "feedbackstore-webhook")
             "prometheus",
             id="prometheusRule.labels",
         ),
+        pytest.param(
+            ("PrometheusRule", "feedbackstore-webhook"),
+            "spec/groups/0/rules/0/annotations/runbook_url",
+            "https://runbooks.platform.example/feedbackstore/FeedbackStoreWebhookDown.md",
+            id="prometheusRule.runbookBaseURL prefixes each alert's page",
+        ),
     ],
 )
 def test_every_knob_reaches_its_field(

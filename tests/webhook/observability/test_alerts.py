@@ -25,7 +25,10 @@ import yaml
 from tests.docs.pages import section
 from tests.kube.cluster import webhook_server
 from tests.support.emulator import ApiServerEmulator
+from tests.support.manifest_render import kustomize
 from tests.support.monitoring import (
+    ROOT,
+    RULE,
     TESTS,
     alerts,
     exposed,
@@ -125,6 +128,12 @@ def test_every_alert_is_tested_both_firing_and_quiet() -> None:
             "< 1.5",
             id="a down alert that fires with one target of two still up",
         ),
+        pytest.param(
+            "FeedbackStoreWebhookUnreachable",
+            "apiserver_admission_webhook_rejection_count{",
+            "apiserver_admission_webhook_fail_open_count{",
+            id="a critical unreachable alert for an entry that fails open",
+        ),
     ],
 )
 def test_the_unit_tests_catch_a_wrong_rule(
@@ -188,3 +197,67 @@ def test_a_renamed_metric_would_be_caught() -> None:
         ("feedbackstore_status_is_leader", frozenset()),
     }
     assert missing(fed, scrape) == ["feedbackstore_status_is_leader{}"]
+
+
+# -- runbooks ---------------------------------------------------------------------------------
+
+RUNBOOK_SECTIONS = ("Meaning", "Impact", "Diagnosis", "Mitigation", "Recovery")
+
+
+def annotations() -> dict[str, dict[str, str]]:
+    return {r["alert"]: r["annotations"] for g in rule_groups()["groups"] for r in g["rules"]}
+
+
+def runbook_base() -> str:
+    """The one base URL of every alert's runbook_url: the part before the page's name."""
+    (base,) = {a["runbook_url"].rpartition("/")[0] + "/" for a in annotations().values()}
+    return base
+
+
+def test_every_alert_links_its_own_runbook_under_one_base_url() -> None:
+    base = runbook_base()
+    assert base.startswith("https://"), "Alertmanager and Grafana link only an absolute URL"
+    assert base.endswith("/docs/runbooks/")
+    assert {a["runbook_url"] for a in annotations().values()} == {
+        f"{base}{alert}.md" for alert in alerts()
+    }
+
+
+@pytest.mark.parametrize("alert", sorted(alerts()))
+def test_each_runbook_says_what_it_means_what_to_do_and_how_to_see_recovery(alert: str) -> None:
+    page = ROOT / "docs" / "runbooks" / f"{alert}.md"
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith(f"# {alert}\n")
+    headings = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert headings == list(RUNBOOK_SECTIONS)
+    for title in RUNBOOK_SECTIONS:
+        body = section(f"runbooks/{alert}.md", f"## {title}")
+        assert len(body.split()) > 12, f"{alert}: {title} says next to nothing"
+    assert "```sh\n" in section(f"runbooks/{alert}.md", "## Diagnosis"), "exact commands"
+
+
+def test_every_runbook_is_an_alert_s_and_the_troubleshooting_page_lists_each() -> None:
+    pages = {path.stem for path in (ROOT / "docs" / "runbooks").glob("*.md")}
+    assert pages == set(alerts())
+    listed = section("troubleshooting.md", "## Alerts")
+    for alert in alerts():
+        assert f"| `{alert}` | [" in listed
+        assert f"(runbooks/{alert}.md)" in listed
+
+
+def test_the_docs_kustomize_recipe_points_every_runbook_url_at_another_base(
+    tmp_path: pathlib.Path,
+) -> None:
+    text = section("install.md", "## Monitoring")
+    start = text.index("replacements:")
+    recipe = yaml.safe_load(text[start : text.index("```", start)])
+    # kustomize reads only files at or below the kustomization: the rule beside it.
+    shutil.copy(RULE, tmp_path / RULE.name)
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump({"resources": [RULE.name], **recipe}), encoding="utf-8"
+    )
+    docs = kustomize(tmp_path)
+    assert [d["kind"] for d in docs] == ["PrometheusRule"], "the ConfigMap stays local"
+    new_base = recipe["configMapGenerator"][0]["literals"][0].removeprefix("base=")
+    urls = [r["annotations"]["runbook_url"] for g in docs[0]["spec"]["groups"] for r in g["rules"]]
+    assert urls == [f"{new_base}docs/runbooks/{alert}.md" for alert in alerts()]

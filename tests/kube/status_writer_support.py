@@ -46,15 +46,12 @@ from tests.kube.cluster import (
 )
 from tests.kube.controlplane import ControlPlane
 from tests.kube.logged_process import LoggedProcess
+from tests.support.status_writer import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
 
 SCRIPT = str(pathlib.Path(sys.executable).with_name("feedbackstore-webhook"))
 MANAGER = "feedbackstore-status-writer"
 LEASE = "feedbackstore-status-writer"
 
-# Short enough for a test, long enough for a loaded 2-core machine to renew in time.
-LEASE_DURATION = 3
-RENEW_DEADLINE = 2.0
-RETRY_PERIOD = 0.25
 
 VALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
 INVALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}

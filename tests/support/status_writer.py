@@ -1,19 +1,20 @@
 """Shared pieces for the status-writer tests: objects, a running writer, what "converged" means.
 
-The oracle for "the right condition" is the rules verdict (tested on its own in
-tests/webhook/rules/): the writer's job is to mirror it, at the object's
-current generation.
+"Converged" is each object's Validated condition saying, word for word, what a person must read
+for its spec (status, reason and message written out here, not asked of the rules), at the
+object's current generation.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
+
 from tests.support.emulator import ApiServerEmulator
-from webhook.rules import validate_feedbackstore
 from webhook.status.controller import StatusController
 from webhook.status.writer_settings import WriterSettings
 
@@ -25,10 +26,26 @@ MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 VALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
 INVALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
+VALID_MESSAGE = "feedback store spec is coherent"
 INVALID_MESSAGE = (
     'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
     "(first declared at spec.human.scores[0].name)"
 )
+
+# A Validated condition's status, reason and message.
+Expected = tuple[str, str, str]
+NO_PINS: Mapping[str, Expected] = {}
+
+
+def _spec_key(spec: object) -> bytes:
+    return orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
+
+
+# The condition of each example spec.
+EXAMPLE_CONDITIONS: dict[bytes, Expected] = {
+    _spec_key(VALID): ("True", "SpecCoherent", VALID_MESSAGE),
+    _spec_key(INVALID): ("False", "InvalidSpec", INVALID_MESSAGE),
+}
 
 
 def fs(name: str, spec: object, **metadata: Any) -> dict[str, Any]:
@@ -40,13 +57,21 @@ def fs(name: str, spec: object, **metadata: Any) -> dict[str, Any]:
     }
 
 
+# The writer's Lease in tests, in-process, as a process and on the real server: short enough for
+# a test, long enough for a loaded 2-core machine to renew in time (a renewal may run a second
+# and a half late without the leader losing the Lease between two writes a test counts).
+LEASE_DURATION = 3
+RENEW_DEADLINE = 2.0
+RETRY_PERIOD = 0.25
+
+
 def fast_settings(**overrides: Any) -> WriterSettings:
     """Short leases, backoffs and resyncs, so fault tests finish in seconds."""
     values: dict[str, Any] = {
         "lease_namespace": NS,
-        "lease_duration": 2,
-        "renew_deadline": 1.5,
-        "retry_period": 0.2,
+        "lease_duration": LEASE_DURATION,
+        "renew_deadline": RENEW_DEADLINE,
+        "retry_period": RETRY_PERIOD,
         "resync_seconds": 3600.0,
         "workers": 2,
         "backoff_initial": 0.05,
@@ -89,25 +114,38 @@ def stalled(obj: dict[str, Any] | None) -> dict[str, Any] | None:
     return validated(obj, "Stalled")
 
 
-def mirrors_verdict(obj: dict[str, Any]) -> bool:
-    """The object's condition says what the rules say about its current generation."""
+def expected_condition(obj: dict[str, Any], pins: Mapping[str, Expected] = NO_PINS) -> Expected:
+    """What the object's condition must say: pinned by its name, else that of its example spec."""
+    name = obj["metadata"]["name"]
+    if name in pins:
+        return pins[name]
+    expected = EXAMPLE_CONDITIONS.get(_spec_key(obj.get("spec")))
+    assert expected is not None, f"{name}: not an example spec; pin the condition it must get"
+    return expected
+
+
+def up_to_date(obj: dict[str, Any], pins: Mapping[str, Expected] = NO_PINS) -> bool:
+    """The condition says what it must, about the object's current generation."""
     condition = validated(obj)
     if condition is None:
         return False
-    expected = "True" if validate_feedbackstore(obj).valid else "False"
-    return (
-        condition["status"] == expected
-        and condition.get("observedGeneration") == obj["metadata"]["generation"]
-    )
+    said = (condition["status"], condition.get("reason"), condition.get("message"))
+    current = condition.get("observedGeneration") == obj["metadata"]["generation"]
+    return current and said == expected_condition(obj, pins)
 
 
-def stale(emu: ApiServerEmulator, namespace: str | None = None) -> list[str]:
-    """Names of objects whose condition does not (yet) mirror their verdict."""
-    return [o["metadata"]["name"] for o in emu.objects(namespace) if not mirrors_verdict(o)]
+def stale(
+    emu: ApiServerEmulator, namespace: str | None = None, pins: Mapping[str, Expected] = NO_PINS
+) -> list[str]:
+    """Names of objects whose condition does not (yet) say what it must."""
+    return [o["metadata"]["name"] for o in emu.objects(namespace) if not up_to_date(o, pins)]
 
 
-def converged(emu: ApiServerEmulator, timeout: float = 20.0) -> None:
-    emu.eventually(lambda: not stale(emu), timeout=timeout, message="objects left stale")
+def converged(
+    emu: ApiServerEmulator, timeout: float = 20.0, pins: Mapping[str, Expected] = NO_PINS
+) -> None:
+    """Every object's condition says what it must (`pins`: by name, for non-example specs)."""
+    emu.eventually(lambda: not stale(emu, pins=pins), timeout=timeout, message="objects left stale")
 
 
 def status_writes(emu: ApiServerEmulator, name: str | None = None) -> list[Any]:

@@ -19,18 +19,28 @@ from typing import Any
 import pytest
 
 from tests.support.emulator import ApiServerEmulator
-from tests.support.status_writer import INVALID, NS, VALID, converged, fs, running_writer
+from tests.support.status_writer import (
+    INVALID,
+    LEASE_DURATION,
+    NS,
+    RENEW_DEADLINE,
+    RETRY_PERIOD,
+    VALID,
+    converged,
+    fs,
+    running_writer,
+)
 from webhook.cli.main import main
 
 SCRIPT = str(Path(sys.executable).with_name("feedbackstore-webhook"))
 LEASE = "feedbackstore-status-writer"
 FAST_LEASE = [
     "--lease-duration-seconds",
-    "2",
+    str(LEASE_DURATION),
     "--renew-deadline-seconds",
-    "1.5",
+    str(RENEW_DEADLINE),
     "--retry-period-seconds",
-    "0.2",
+    str(RETRY_PERIOD),
 ]
 
 
@@ -158,7 +168,8 @@ def test_a_killed_leader_is_replaced_once_its_lease_expires(
         waited = time.monotonic() - killed
         apiserver.update(NS, "store", lambda o: o.update(spec=VALID))
         converged(apiserver)
-    assert waited >= 1.0  # the 2 s lease had to run out; nothing released it
+    # The lease had to run out: nothing released it.
+    assert waited >= LEASE_DURATION - RENEW_DEADLINE
     leases = [lease for lease in apiserver.leases(NS) if lease["metadata"]["name"] == LEASE]
     assert leases[0]["spec"]["leaseTransitions"] == 1
 

@@ -13,6 +13,7 @@ import pytest
 from tests.support.emulator import ApiServerEmulator
 from tests.support.status_writer import (
     INVALID,
+    LEASE_DURATION,
     MICRO_TIME,
     NS,
     VALID,
@@ -113,7 +114,7 @@ def test_lease_times_are_microtime_with_six_fractional_digits(
     for spec in (first, renewed):
         assert MICRO_TIME.match(spec["acquireTime"]), spec
         assert MICRO_TIME.match(spec["renewTime"]), spec
-        assert spec["leaseDurationSeconds"] == 2
+        assert spec["leaseDurationSeconds"] == LEASE_DURATION
     assert renewed["acquireTime"] == first["acquireTime"]
     for request in apiserver.requests:
         if "/leases" in request.path and request.method in ("POST", "PUT"):

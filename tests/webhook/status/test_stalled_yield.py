@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.status_writer import VALID_MESSAGE
 from webhook.kube.managed_fields import Owner, condition_owners, keep_condition_ownership
-from webhook.rules import api, messages
+from webhook.rules import api
 from webhook.status.validated import apply_configuration, plan_status, validated_writers
 
 NOW = datetime(2026, 12, 4, 6, 0, 0, tzinfo=UTC)
@@ -95,8 +96,8 @@ def test_a_valid_store_is_not_stalled_and_says_so_with_the_platforms_words() -> 
     assert plan.stalled == {
         "type": api.STALLED_CONDITION_TYPE,
         "status": "False",
-        "reason": api.REASON_VALID,
-        "message": messages.MESSAGE_VALID,
+        "reason": "SpecCoherent",
+        "message": VALID_MESSAGE,
         "observedGeneration": 1,
         "lastTransitionTime": NOW_TEXT,
     }
@@ -184,7 +185,7 @@ YIELD_CASES: list[tuple[str, dict[str, Any], tuple[str, ...], list[dict], str | 
         ),
         ("kubectl",),
         [
-            condition("Stalled", "False", "SpecCoherent", messages.MESSAGE_VALID)
+            condition("Stalled", "False", "SpecCoherent", VALID_MESSAGE)
             | {"lastTransitionTime": NOW_TEXT}
         ],
         None,
@@ -239,7 +240,7 @@ def test_a_spec_change_while_yielded_writes_stalled_and_leaves_validated_as_it_s
     assert plan.conditions == [
         {"type": "Validated", "status": "False", "reason": "InvalidSpec"},
         {
-            **condition("Stalled", "False", "SpecCoherent", messages.MESSAGE_VALID),
+            **condition("Stalled", "False", "SpecCoherent", VALID_MESSAGE),
             "lastTransitionTime": NOW_TEXT,
         },
     ]

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from webhook.rules import api, messages
+from tests.support.status_writer import VALID_MESSAGE
+from webhook.rules import api
 from webhook.status.validated import (
     MAX_CONDITION_MESSAGE,
     apply_configuration,
@@ -28,7 +29,10 @@ DUPLICATE_MESSAGE = (
     'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
     "(first declared at spec.human.scores[0].name)"
 )
-NO_SOURCE_MESSAGE = f"spec: Required value: {messages.MSG_NO_SOURCE}"
+NO_SOURCE_MESSAGE = (
+    "spec: Required value: feedback must declare at least one source: "
+    "human.scores or an external channel"
+)
 
 
 def twin(condition: dict[str, Any]) -> dict[str, Any]:
@@ -55,9 +59,7 @@ def store(spec: object, generation: object = 3, conditions: object = None) -> di
 
 def validated(status: str, generation: int = 3, when: str = EARLIER, **fields: Any) -> dict:
     reason, message = (
-        (api.REASON_VALID, messages.MESSAGE_VALID)
-        if status == "True"
-        else (api.REASON_INVALID, DUPLICATE_MESSAGE)
+        ("SpecCoherent", VALID_MESSAGE) if status == "True" else ("InvalidSpec", DUPLICATE_MESSAGE)
     )
     condition = {
         "type": "Validated",

@@ -19,6 +19,8 @@ from tests.support.status_writer import (
     NS,
     RFC3339,
     VALID,
+    VALID_MESSAGE,
+    Expected,
     converged,
     fs,
     lists,
@@ -30,17 +32,19 @@ from tests.support.status_writer import (
     store_requests,
     validated,
 )
-from webhook.rules import messages
 
 CASES: list[tuple[str, object, str, str, str]] = [
-    ("a valid store is SpecCoherent", VALID, "True", "SpecCoherent", messages.MESSAGE_VALID),
+    ("a valid store is SpecCoherent", VALID, "True", "SpecCoherent", VALID_MESSAGE),
     ("duplicate names are InvalidSpec", INVALID, "False", "InvalidSpec", INVALID_MESSAGE),
     (
         "a store without a spec names the missing source",
         None,
         "False",
         "InvalidSpec",
-        f"spec: Required value: {messages.MSG_NO_SOURCE}",
+        (
+            "spec: Required value: feedback must declare at least one source: "
+            "human.scores or an external channel"
+        ),
     ),
     (
         "a typo in spec is an unknown field",
@@ -88,8 +92,10 @@ def test_a_huge_invalid_object_gets_a_bounded_message(apiserver: ApiServerEmulat
     huge = {"human": {"scores": [{"name": "x", "categories": ["c"] * 64}] * 3000}}
     apiserver.create(NS, fs("huge", huge))
     with running_writer(apiserver):
-        converged(apiserver)
-    message = validated(apiserver.get(NS, "huge"))["message"]
+        apiserver.eventually(lambda: validated(apiserver.get(NS, "huge")))
+    condition = validated(apiserver.get(NS, "huge"))
+    assert (condition["status"], condition["reason"]) == ("False", "InvalidSpec")
+    message = condition["message"]
     assert len(message) <= 32768
     assert message.startswith("spec.human.scores: Too many: 3000: must have at most 64 items")
     assert message.endswith("more problems")
@@ -114,7 +120,7 @@ def test_fixing_a_spec_flips_the_condition_and_moves_last_transition_time(
         assert fixed is not None
         assert (fixed["reason"], fixed["message"], fixed["observedGeneration"]) == (
             "SpecCoherent",
-            messages.MESSAGE_VALID,
+            VALID_MESSAGE,
             2,
         )
         assert fixed["lastTransitionTime"] > broken["lastTransitionTime"]
@@ -279,7 +285,7 @@ def test_events_tell_why_when_a_verdict_turns_invalid_and_valid_again(
     assert sorted(seen) == sorted(
         [
             ("born-broken", "Warning", "InvalidSpec", invalid),
-            ("born-broken", "Normal", "SpecCoherent", messages.MESSAGE_VALID),
+            ("born-broken", "Normal", "SpecCoherent", VALID_MESSAGE),
             ("born-valid", "Warning", "InvalidSpec", invalid),
         ]
     )
@@ -324,6 +330,22 @@ HOSTILE: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+HOSTILE_CONDITIONS: dict[str, Expected] = {
+    "a": ("False", "InvalidSpec", 'spec: Invalid value: "array": must be of type object'),
+    "b": ("False", "InvalidSpec", 'spec: Invalid value: "string": must be of type object'),
+    "c": (
+        "False",
+        "InvalidSpec",
+        'spec.human.scores[0].name: Invalid value: "object": must be of type string',
+    ),
+    "f": (
+        "False",
+        "InvalidSpec",
+        "spec.human.scores[0].name: Too long: may not be more than 128 characters",
+    ),
+}
+
+
 def test_hostile_objects_get_conditions_and_do_not_stop_the_writer(
     apiserver: ApiServerEmulator,
 ) -> None:
@@ -331,4 +353,4 @@ def test_hostile_objects_get_conditions_and_do_not_stop_the_writer(
         apiserver.create(NS, body)
     apiserver.create(NS, fs("ordinary", VALID))
     with running_writer(apiserver):
-        converged(apiserver)
+        converged(apiserver, pins=HOSTILE_CONDITIONS)

@@ -59,6 +59,11 @@ DELETE_ENTRY: Final = "warn-delete.feedbackstores.agents.ctxmesh.ai"
 AGENT_ENTRY: Final = "validate.agentdeployments.agents.ctxmesh.ai"
 ENTRIES: Final = (JUDGE_ENTRY, DELETE_ENTRY, AGENT_ENTRY)
 
+# What the ValidatingAdmissionPolicies' bindings do on a problem (`manifests policy --action`):
+# Deny as the webhook does; Warn or Audit to roll the policies out before they refuse anything.
+POLICY_ACTIONS: Final = ("Deny", "Warn", "Audit")
+DEFAULT_POLICY_ACTION: Final = "Deny"
+
 # The status writer's Lease (its Role grants that name alone) and the field manager of its
 # writes: its own name, which is how `kubectl get --show-managed-fields` tells its fields.
 LEASE: Final = STATUS_WRITER.name

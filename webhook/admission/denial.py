@@ -19,18 +19,22 @@ from webhook.rules.summary import fit_lines
 
 INVALID_CODE: Final = 422
 INVALID_REASON: Final = "Invalid"
+# Between problems in the aggregate, as apimachinery's `[a, b]`.
+SEPARATOR: Final = ", "
 
 # Characters of problem text in one denial; the rest are counted, not listed,
 # so a million-problem object still gets an answer of a few kilobytes.
 MESSAGE_BUDGET: Final = 4096
 _TAIL_RESERVE: Final = 40
+# What the problems themselves may take; the tail says how many more there are.
+PROBLEMS_BUDGET: Final = MESSAGE_BUDGET - _TAIL_RESERVE
 
 
 def invalid_status(name: str, verdict: Verdict, form: Form = STORE) -> dict[str, Any]:
     """metav1.Status for a refused object of `form`'s kind, bounded whatever the number of
     problems; the count of those left out stands at the declaration's path."""
     problems = verdict.problems
-    kept, _ = fit_lines([str(p) for p in problems], MESSAGE_BUDGET - _TAIL_RESERVE, ", ")
+    kept, _ = fit_lines([str(p) for p in problems], PROBLEMS_BUDGET, SEPARATOR)
     causes = [
         {"reason": p.type, "message": p.message, "field": p.field} for p in problems[: len(kept)]
     ]
@@ -38,7 +42,7 @@ def invalid_status(name: str, verdict: Verdict, form: Form = STORE) -> dict[str,
     if dropped:
         kept.append(messages.more_problems(dropped))
         causes.append({"message": messages.more_problems(dropped), "field": str(form.path)})
-    aggregate = kept[0] if len(kept) == 1 else f"[{', '.join(kept)}]"
+    aggregate = kept[0] if len(kept) == 1 else f"[{SEPARATOR.join(kept)}]"
     return {
         "status": "Failure",
         "message": f"{form.kind}.{form.group} {quote(name)} is invalid: {aggregate}",

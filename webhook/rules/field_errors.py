@@ -16,7 +16,7 @@ from webhook.text import ELLIPSIS, cut
 
 # A bad string value is shown as its first 64 characters and an ellipsis: a 1 MiB bad value
 # must not become a 1 MiB error message.
-_SHOWN_VALUE = 64 + len(ELLIPSIS)
+SHOWN_VALUE = 64 + len(ELLIPSIS)
 
 
 class ErrorType(enum.StrEnum):
@@ -70,7 +70,7 @@ def json_type_name(value: object) -> str:
 def format_value(value: object) -> str:
     """Render a bad value the way Go's %q / %v would, cut to a readable size."""
     if isinstance(value, str):
-        return quote(cut(value, _SHOWN_VALUE))
+        return quote(cut(value, SHOWN_VALUE))
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -1,0 +1,622 @@
+"""The verdict as ValidatingAdmissionPolicies: the same problems, judged inside kube-apiserver.
+
+A cluster whose CRDs belong to a platform (no CEL on its FeedbackStore CRD, an open `spec` on its
+AgentDeployment CRD) gets the webhook's whole verdict without running a webhook: one policy per
+registration entry that judges (FeedbackStores; AgentDeployment.spec.feedback), matching what
+that entry matches, with its matchConditions (the UPDATE ratchet: an unchanged spec is not
+judged) and its namespace exclusions, read from the registration manifest rather than restated.
+
+Every problem is in one denial: kube-apiserver reports only the first failed validation of a
+policy on Deny, so one validation carries `variables.problems` (each problem as the webhook
+prints it, in the webhook's order), joined into one line by its messageExpression and bounded
+as the webhook bounds its denial: the first problems in full, then `and N more problems`.
+
+The declaration is judged as `dyn`: the policy must hold under any schema for it, typed (a
+FeedbackStore CRD) or open (`x-kubernetes-preserve-unknown-fields`), so it tests each value's
+type before using it, as the webhook's walk does. Every list is walked only to its limit (the
+API's maximum, as the webhook judges only that many items), so a request costs what a
+maximal object costs. CEL before 1.33 has no index in comprehensions, no `flatten` and no
+`sort`: items are walked by a literal list of indexes, lists of lists are joined and split
+again, and unknown keys are ordered by rank (kube-apiserver sends the webhook an object's keys
+sorted; CEL iterates a map in no order).
+
+Where CEL cannot say what the webhook says, the policy says less, and tests/webhook/manifests/
+test_policy.py shows each difference: no `did you mean` after an unknown field (a fuzzy
+match); past UNKNOWN_KEYS_RANKED unknown keys in one object, none named, all counted; the
+bound counts bytes, not characters (kube-apiserver drops a message over 5 KiB); a problem
+holding PROBLEM_SEPARATOR would count as two.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from webhook import install
+from webhook.admission.denial import INVALID_REASON, PROBLEMS_BUDGET, SEPARATOR
+from webhook.manifests.cel_rules import literal
+from webhook.manifests.crd import PART_OF
+from webhook.rules import api, messages
+from webhook.rules.field_errors import (
+    GO_ESCAPES,
+    SHOWN_VALUE,
+    duplicate,
+    json_type_name,
+    not_supported,
+    required,
+    too_long,
+    too_many,
+    type_invalid,
+    unknown_field,
+)
+from webhook.rules.field_path import Path
+from webhook.rules.forms import INLINE, STORE, Form
+from webhook.rules.model import CHANNEL_FIELDS, HUMAN_FIELDS, SCORE_FIELDS, SPEC_FIELDS
+from webhook.text import ELLIPSIS
+
+ACTIONS: Final = install.POLICY_ACTIONS
+DEFAULT_ACTION: Final = install.DEFAULT_POLICY_ACTION
+# The oldest minor whose policies have every CEL function used here (GA policies, `join`).
+MIN_KUBERNETES: Final = (1, 30)
+# Unknown keys in one object that are put in order to be named: ranking costs their square.
+UNKNOWN_KEYS_RANKED: Final = 32
+# Joins one item's problems, and splits them again, to flatten a list of lists.
+PROBLEM_SEPARATOR: Final = "\x00\x1f\x00"
+# kube-apiserver keeps warnings of at most 256 characters, 4096 in all: with a policy's prefix
+# of about 150 characters, 16 warnings are what kubectl can show.
+WARNINGS_SHOWN: Final = 16
+# The most lines a denial can show: every line has at least `<path>: Required value`.
+_SHORTEST_LINE = len(str(required(api.SPEC)))
+_MOST_LINES = PROBLEMS_BUDGET // (_SHORTEST_LINE + len(SEPARATOR)) + 1
+# The registration entry each form's policy takes its rules, conditions and scope from.
+ENTRIES: Final[Mapping[str, Form]] = {install.JUDGE_ENTRY: STORE, install.AGENT_ENTRY: INLINE}
+# The decimal text of every index a problem names, one literal list: `string(i)` for each would
+# cost a conversion per item.
+_LONGEST_LIST = max(api.MAX_HUMAN_SCORES, api.MAX_EXTERNAL_CHANNELS, api.MAX_CATEGORIES)
+DECIMAL_INDEXES: Final = "[" + ", ".join(f"'{index}'" for index in range(_LONGEST_LIST)) + "]"
+
+# ---------------------------------------------------------------- problems as CEL text
+
+# Markers rendered by the rules' own constructors, then replaced by CEL: every word a policy
+# says comes from field_errors and messages, never restated here.
+_PATH = "\x01path\x01"
+_KEY = "\x01key\x01"
+_VALUE = "\x01value\x01"
+_COUNT = 987_654_321
+
+
+class _JsonType:
+    """A value whose JSON type name is a marker, for `type_invalid`."""
+
+
+_JsonType.__name__ = "\x01type\x01"
+_TYPE = json_type_name(_JsonType())
+_MARKERS = re.compile("|".join(map(re.escape, (_PATH, _KEY, f'"{_VALUE}"', _TYPE, str(_COUNT)))))
+
+
+def _template(text: str, parts: Mapping[str, Iterable[str]]) -> str:
+    """CEL for `text`, its markers replaced in turn by the CEL expressions in `parts`."""
+    queues = {marker: list(exprs) for marker, exprs in parts.items()}
+    pieces: list[str] = []
+    last = 0
+    for found in _MARKERS.finditer(text):
+        if found.start() > last:
+            pieces.append(literal(text[last : found.start()]))
+        pieces.append(queues[found.group()].pop(0))
+        last = found.end()
+    if last < len(text):
+        pieces.append(literal(text[last:]))
+    assert not any(queues.values()), f"unused parts for {text!r}"
+    return " + ".join(pieces)
+
+
+def _escaped(value: str) -> str:
+    """CEL escaping `value` as `field_errors.quote` does."""
+    for raw, escaped in GO_ESCAPES:
+        value = f"{value}.replace({literal(raw)}, {literal(escaped)})"
+    return value
+
+
+def _shown(value: str) -> str:
+    """CEL for `format_value` of a string: cut, then quoted."""
+    kept = SHOWN_VALUE - len(ELLIPSIS)
+    cut = f"(size({value}) > {SHOWN_VALUE} ? {value}.substring(0, {kept}) + '{ELLIPSIS}' : {value})"
+    return f"'\"' + {_escaped(cut)} + '\"'"
+
+
+_JSON_TYPES: tuple[object, ...] = ({}, [], "", 0, 0.5, True)
+_CEL_TYPES = ("map", "list", "string", "int", "double", "bool")
+
+
+def _json_type(value: str) -> str:
+    """CEL for `json_type_name(value)` (null last)."""
+    text = literal(json_type_name(None))
+    for sample, cel_type in reversed(tuple(zip(_JSON_TYPES, _CEL_TYPES, strict=True))):
+        text = f"type({value}) == {cel_type} ? {literal(json_type_name(sample))} : {text}"
+    return f"({text})"
+
+
+def _type_invalid(path: str, value: str, expected: str) -> str:
+    return _template(
+        str(type_invalid(Path(_PATH), _JsonType(), expected)),
+        {_PATH: [path], _TYPE: [_json_type(value)]},
+    )
+
+
+def _absent(owner: str, name: str) -> str:
+    """A field left out or null (the webhook reads a null as absent, as Kubernetes does)."""
+    return f"(!has({owner}.{name}) || type({owner}.{name}) == null_type)"
+
+
+def _indexes(count: int, items: str, var: str = "i") -> str:
+    """CEL for the indexes (named `var`) of `items` the walk judges: its first `count`."""
+    return f"[{', '.join(map(str, range(count)))}].filter({var}, {var} < size({items}))"
+
+
+def _flat(groups: str) -> str:
+    """CEL flattening a list of lists of problems: each joined, all joined, split again."""
+    sep = literal(PROBLEM_SEPARATOR)
+    return f"{groups}.map(g, g.join({sep})).join({sep}).split({sep}).filter(p, p != '')"
+
+
+def _list(*lists: str) -> str:
+    return " + ".join(f"({item})" for item in lists) if lists else "[]"
+
+
+# ---------------------------------------------------------------- the walk, as CEL
+
+
+def _unknown(obj: str, known: frozenset[str], path: str) -> tuple[str, str]:
+    """(problems, unjudged count) of `obj`'s keys not in `known`: named in order up to
+    MAX_UNKNOWN_FIELDS_NAMED when at most UNKNOWN_KEYS_RANKED, the rest counted."""
+    keys = "[" + ", ".join(literal(name) for name in sorted(known)) + "]"
+    unknown = f"{obj}.filter(k, !(k in {keys}))"
+    count = f"(size({obj}) - {' - '.join(f'(has({obj}.{n}) ? 1 : 0)' for n in sorted(known))})"
+    named = api.MAX_UNKNOWN_FIELDS_NAMED
+    ranks = f"[{', '.join(map(str, range(named)))}]"
+    key = f"{unknown}.filter(k, size({unknown}.filter(j, j < k)) == r)[0]"
+    line = _template(
+        str(unknown_field(Path(_PATH).child(_KEY))),
+        {_PATH: [path, path], _KEY: ["u", _escaped("u")]},
+    )
+    problems = (
+        f"{count} == 0 || {count} > {UNKNOWN_KEYS_RANKED} ? [] : "
+        f"{ranks}.filter(r, r < {count}).map(r, {key}).map(u, {line})"
+    )
+    unjudged = (
+        f"({count} > {UNKNOWN_KEYS_RANKED} ? {count} : {count} > {named} ? {count} - {named} : 0)"
+    )
+    return problems, unjudged
+
+
+def _usable(obj: str) -> str:
+    """`obj` is an object with a usable name (the walk's `_name` returns it)."""
+    name = f"{obj}.name"
+    return (
+        f"(type({obj}) == map && !{_absent(obj, 'name')} && type({name}) == string"
+        f" && size({name}) >= {api.MIN_NAME_LENGTH} && size({name}) <= {api.MAX_NAME_LENGTH})"
+    )
+
+
+def _name(obj: str, path: str) -> str:
+    """Problems of `<obj>.name` (an object)."""
+    name = f"{obj}.name"
+    at = {_PATH: [path]}
+    wrong = _type_invalid(f"{path} + '.name'", name, "string")
+    return (
+        f"{_absent(obj, 'name')} || (type({name}) == string && size({name}) == 0)"
+        f" ? [{_template(str(required(Path(_PATH).child('name'))), at)}]"
+        f" : type({name}) != string ? [{wrong}]"
+        f" : size({name}) > {api.MAX_NAME_LENGTH}"
+        f" ? [{_template(str(too_long(Path(_PATH).child('name'), api.MAX_NAME_LENGTH)), at)}]"
+        " : []"
+    )
+
+
+def _supported(value: str, path: str, supported: tuple[str, ...], child: str) -> str:
+    listed = "[" + ", ".join(map(literal, supported)) + "]"
+    text = str(not_supported(Path(_PATH).child(child), _VALUE, supported))
+    at = f"{path} + {literal('.' + child)}"
+    unsupported = _template(text, {_PATH: [path], f'"{_VALUE}"': [_shown(value)]})
+    return (
+        f"type({value}) != string ? [{_type_invalid(at, value, 'string')}]"
+        f" : !({value} in {listed}) ? [{unsupported}] : []"
+    )
+
+
+def _score(score: str, path: str) -> tuple[str, str]:
+    """(problems, unjudged) of the ScoreDecl `score` at `path`, which must be an object."""
+    unknown, unjudged = _unknown(score, SCORE_FIELDS, path)
+    data_type = f"{_absent(score, 'dataType')} ? [] : " + _supported(
+        f"{score}.dataType", path, api.DATA_TYPES, "dataType"
+    )
+    categories = f"{score}.categories"
+    at = f"{path} + '.categories'"
+    item = f"{categories}[ci]"
+    item_at = f"{at} + '[' + {DECIMAL_INDEXES}[ci] + ']'"
+    repeated = _template(
+        str(duplicate(Path(_PATH), _VALUE)), {_PATH: [item_at], f'"{_VALUE}"': [_shown(item)]}
+    )
+    listed = (
+        f"{_indexes(api.MAX_CATEGORIES, categories, 'ci')}.map(ci,"
+        f" type({item}) != string ? {_type_invalid(item_at, item, 'string')}"
+        f" : {categories}.indexOf({item}) < ci ? {repeated} : '').filter(p, p != '')"
+    )
+    too = _template(
+        str(too_many(Path(_PATH).child("categories"), _COUNT, api.MAX_CATEGORIES)),
+        {_PATH: [path], str(_COUNT): [f"string(size({categories}))"]},
+    )
+    checked = (
+        f"{_absent(score, 'categories')} ? []"
+        f" : type({categories}) != list ? [{_type_invalid(at, categories, 'array')}]"
+        f" : (size({categories}) > {api.MAX_CATEGORIES} ? [{too}] : []) + {listed}"
+    )
+    problems = _list(unknown, _name(score, path), data_type, checked)
+    return problems, unjudged
+
+
+def _duplicate(path: str, name: str, why: str, first: str) -> str:
+    """A name declared again at `<path>.name`, first declared at `first` (CEL text)."""
+    text = str(
+        duplicate(
+            Path(_PATH).child("name"),
+            _VALUE,
+            messages.first_declared_at(why, _KEY),
+        )
+    )
+    return _template(text, {_PATH: [path], f'"{_VALUE}"': [_shown(name)], _KEY: [first]})
+
+
+class _Walk:
+    """The CEL of one form: its declaration at `variables.declaration`, paths under the form's."""
+
+    def __init__(self, form: Form) -> None:
+        self.form = form
+        self.root = literal(str(form.path))
+        self.decl = "variables.declaration"
+
+    def at(self, *steps: str) -> str:
+        return literal(str(form_path(self.form, *steps)))
+
+    def declaration(self) -> str:
+        steps = [str(step) for step in self.form.path.steps]
+        held = " && ".join(f"has(object.{'.'.join(steps[: n + 1])})" for n in range(len(steps)))
+        return f"{held} ? dyn(object.{'.'.join(steps)}) : dyn(null)"
+
+    def top(self) -> tuple[str, str]:
+        d = self.decl
+        unknown, unjudged = _unknown(d, SPEC_FIELDS, self.root)
+        mode = f"{_absent(d, 'mode')} ? [] : " + _supported(
+            f"{d}.mode", self.root, api.MODES, "mode"
+        )
+        no_spec = _template(
+            str(required(Path(_PATH), messages.MSG_NO_SOURCE)), {_PATH: [self.root]}
+        )
+        problems = (
+            f"type({d}) == null_type ? [{no_spec}]"
+            f" : type({d}) != map ? [{_type_invalid(self.root, d, 'object')}]"
+            f" : {_list(unknown, mode)}"
+        )
+        return problems, f"type({d}) == map ? {unjudged} : 0"
+
+    def human_names(self) -> str:
+        """The judged human scores' usable names ('' where none), [] without a list of them."""
+        d = self.decl
+        scores = f"{d}.human.scores"
+        return (
+            f"type({d}) == map && !{_absent(d, 'human')} && type({d}.human) == map"
+            f" && !{_absent(d + '.human', 'scores')} && type({scores}) == list"
+            f" ? {_indexes(api.MAX_HUMAN_SCORES, scores)}.map(i,"
+            f" {_usable(f'{scores}[i]')} ? {scores}[i].name : '') : []"
+        )
+
+    def human(self) -> tuple[str, str]:
+        d, h = self.decl, f"{self.decl}.human"
+        scores = f"{h}.scores"
+        path = self.at("human")
+        unknown, unjudged = _unknown(h, HUMAN_FIELDS, path)
+        at = self.at("human", "scores")
+        score = f"{scores}[i]"
+        score_at = f"{at} + '[' + {DECIMAL_INDEXES}[i] + ']'"
+        score_problems, score_unjudged = _score(score, score_at)
+        names = "variables.humanNames"
+        first = f"{at} + '[' + {DECIMAL_INDEXES}[{names}.indexOf({score}.name)] + '].name'"
+        again = (
+            f"{_usable(score)} && {names}.indexOf({score}.name) < i"
+            f" ? [{_duplicate(score_at, f'{score}.name', messages.MSG_DUP_HUMAN, first)}] : []"
+        )
+        items = _flat(
+            f"{_indexes(api.MAX_HUMAN_SCORES, scores)}.map(i, type({score}) != map"
+            f" ? [{_type_invalid(score_at, score, 'object')}] : {_list(score_problems, again)})"
+        )
+        at_lit = {_PATH: [at]}
+        too = _template(
+            str(too_many(Path(_PATH), _COUNT, api.MAX_HUMAN_SCORES)),
+            {_PATH: [at], str(_COUNT): [f"string(size({scores}))"]},
+        )
+        missing = _template(str(required(Path(_PATH), messages.MSG_HUMAN_SCORES_REQUIRED)), at_lit)
+        empty = _template(str(required(Path(_PATH), messages.MSG_HUMAN_SCORES_EMPTY)), at_lit)
+        listed = (
+            f"{_absent(h, 'scores')} ? [{missing}]"
+            f" : type({scores}) != list ? [{_type_invalid(at, scores, 'array')}]"
+            f" : size({scores}) == 0 ? [{empty}]"
+            f" : (size({scores}) > {api.MAX_HUMAN_SCORES} ? [{too}] : []) + {items}"
+        )
+        problems = (
+            f"type({d}) != map || {_absent(d, 'human')} ? []"
+            f" : type({h}) != map ? [{_type_invalid(path, h, 'object')}]"
+            f" : {_list(unknown, listed)}"
+        )
+        judged = (
+            f"{_absent(h, 'scores')} || type({scores}) != list ? 0"
+            f" : {_indexes(api.MAX_HUMAN_SCORES, scores)}.map(i,"
+            f" type({score}) == map ? {score_unjudged} : 0).sum()"
+        )
+        count = (
+            f"type({d}) != map || {_absent(d, 'human')} || type({h}) != map ? 0"
+            f" : {unjudged} + ({judged})"
+        )
+        return problems, count
+
+    def channel_names(self) -> str:
+        d = self.decl
+        channels = f"{d}.external"
+        return (
+            f"type({d}) == map && !{_absent(d, 'external')} && type({channels}) == list"
+            f" ? {_indexes(api.MAX_EXTERNAL_CHANNELS, channels)}.map(i,"
+            f" {_usable(f'{channels}[i]')} ? {channels}[i].name : '') : []"
+        )
+
+    def external_score_names(self) -> str:
+        """Each judged channel's score name when usable and no human score's ('' else)."""
+        d = self.decl
+        channels = f"{d}.external"
+        channel = f"{channels}[i]"
+        score = f"{channel}.score"
+        return (
+            f"type({d}) == map && !{_absent(d, 'external')} && type({channels}) == list"
+            f" ? {_indexes(api.MAX_EXTERNAL_CHANNELS, channels)}.map(i,"
+            f" type({channel}) == map && !{_absent(channel, 'score')} && {_usable(score)}"
+            f" && !({score}.name in variables.humanNames) ? {score}.name : '') : []"
+        )
+
+    def external(self) -> tuple[str, str]:
+        d = self.decl
+        channels = f"{d}.external"
+        at = self.at("external")
+        channel = f"{channels}[i]"
+        channel_at = f"{at} + '[' + {DECIMAL_INDEXES}[i] + ']'"
+        unknown, unjudged = _unknown(channel, CHANNEL_FIELDS, channel_at)
+        names, scores = "variables.channelNames", "variables.externalScoreNames"
+        first_channel = f"{at} + '[' + {DECIMAL_INDEXES}[{names}.indexOf({names}[i])] + '].name'"
+        channel_again = _duplicate(
+            channel_at, f"{channel}.name", messages.MSG_DUP_CHANNEL, first_channel
+        )
+        again = f"{names}[i] != '' && {names}.indexOf({names}[i]) < i ? [{channel_again}] : []"
+        score = f"{channel}.score"
+        score_at = f"{channel_at} + '.score'"
+        score_problems, score_unjudged = _score(score, score_at)
+        human_at = self.at("human", "scores")
+        across = _duplicate(
+            score_at,
+            f"{score}.name",
+            messages.MSG_DUP_ACROSS,
+            f"{human_at} + '[' + {DECIMAL_INDEXES}[variables.humanNames.indexOf({score}.name)]"
+            " + '].name'",
+        )
+        external_first = _duplicate(
+            score_at,
+            f"{score}.name",
+            messages.MSG_DUP_EXTERNAL,
+            f"{at} + '[' + {DECIMAL_INDEXES}[{scores}.indexOf({scores}[i])] + '].score.name'",
+        )
+        score_dup = (
+            f"{_usable(score)} && {score}.name in variables.humanNames ? [{across}]"
+            f" : {scores}[i] != '' && {scores}.indexOf({scores}[i]) < i ? [{external_first}]"
+            " : []"
+        )
+        score_required = _template(
+            str(required(Path(_PATH).child("score"), messages.MSG_CHANNEL_SCORE_REQUIRED)),
+            {_PATH: [channel_at]},
+        )
+        scored = (
+            f"{_absent(channel, 'score')} ? [{score_required}]"
+            f" : type({score}) != map ? [{_type_invalid(score_at, score, 'object')}]"
+            f" : {_list(score_problems, score_dup)}"
+        )
+        items = _flat(
+            f"{_indexes(api.MAX_EXTERNAL_CHANNELS, channels)}.map(i, type({channel}) != map"
+            f" ? [{_type_invalid(channel_at, channel, 'object')}]"
+            f" : {_list(unknown, _name(channel, channel_at), again, scored)})"
+        )
+        too = _template(
+            str(too_many(Path(_PATH), _COUNT, api.MAX_EXTERNAL_CHANNELS)),
+            {_PATH: [at], str(_COUNT): [f"string(size({channels}))"]},
+        )
+        problems = (
+            f"type({d}) != map || {_absent(d, 'external')} ? []"
+            f" : type({channels}) != list ? [{_type_invalid(at, channels, 'array')}]"
+            f" : (size({channels}) > {api.MAX_EXTERNAL_CHANNELS} ? [{too}] : []) + {items}"
+        )
+        scored_unjudged = (
+            f"!{_absent(channel, 'score')} && type({score}) == map ? {score_unjudged} : 0"
+        )
+        count = (
+            f"type({d}) != map || {_absent(d, 'external')} || type({channels}) != list ? 0"
+            f" : {_indexes(api.MAX_EXTERNAL_CHANNELS, channels)}.map(i,"
+            f" type({channel}) == map ? {unjudged} + ({scored_unjudged}) : 0).sum()"
+        )
+        return problems, count
+
+    def no_source(self) -> str:
+        d = self.decl
+        h = f"{d}.human"
+        no_human = (
+            f"({_absent(d, 'human')} || (type({h}) == map && ({_absent(h, 'scores')}"
+            f" || (type({h}.scores) == list && size({h}.scores) == 0))))"
+        )
+        no_external = (
+            f"({_absent(d, 'external')} || (type({d}.external) == list && size({d}.external) == 0))"
+        )
+        line = _template(str(required(Path(_PATH), messages.MSG_NO_SOURCE)), {_PATH: [self.root]})
+        return f"type({d}) == map && {no_human} && {no_external} ? [{line}] : []"
+
+
+def form_path(form: Form, *steps: str) -> Path:
+    path = form.path
+    for step in steps:
+        path = path.child(step)
+    return path
+
+
+def _more(count: str) -> str:
+    """CEL for `messages.more_problems(count)`."""
+    one = literal(messages.more_problems(1))
+    many = _template(messages.more_problems(_COUNT), {str(_COUNT): [f"string({count})"]})
+    return f"({count} == 1 ? {one} : {many})"
+
+
+def variables(form: Form) -> list[dict[str, str]]:
+    """The policy's variables, each using only those before it."""
+    walk = _Walk(form)
+    top, top_unjudged = walk.top()
+    human, human_unjudged = walk.human()
+    external, external_unjudged = walk.external()
+    budget = PROBLEMS_BUDGET
+    rest = f"variables.total - {WARNINGS_SHOWN - 1}"
+    cut = f"variables.problems[0].substring(0, {budget - len(ELLIPSIS)}) + '{ELLIPSIS}'"
+    short_cut = f"variables.problems[0].substring(0, {budget // 4 - len(ELLIPSIS)}) + '{ELLIPSIS}'"
+    most = f"[{', '.join(map(str, range(_MOST_LINES)))}]"
+    sep = len(SEPARATOR)
+    fits = (
+        f"{most}.filter(k, k < size(variables.sizes)).filter(k, {most}.filter(j, j <= k)"
+        f".map(j, variables.sizes[j] + {sep}).sum() - {sep} <= {budget}).size()"
+    )
+    return [
+        {"name": "declaration", "expression": walk.declaration()},
+        {"name": "humanNames", "expression": walk.human_names()},
+        {"name": "channelNames", "expression": walk.channel_names()},
+        {"name": "externalScoreNames", "expression": walk.external_score_names()},
+        {
+            "name": "problems",
+            "expression": _list(top, human, external, walk.no_source()),
+        },
+        {
+            "name": "unjudged",
+            "expression": f"({top_unjudged}) + ({human_unjudged}) + ({external_unjudged})",
+        },
+        {"name": "total", "expression": "size(variables.problems) + variables.unjudged"},
+        # Bytes, not characters: kube-apiserver drops a message over 5 KiB.
+        {
+            "name": "sizes",
+            "expression": f"{most}.filter(k, k < size(variables.problems))"
+            ".map(k, size(bytes(variables.problems[k])))",
+        },
+        {"name": "fitting", "expression": fits},
+        {
+            "name": "shown",
+            "expression": "size(variables.problems) == 0 ? []"
+            f" : variables.fitting > 0 ? {most}.filter(k, k < variables.fitting)"
+            ".map(k, variables.problems[k])"
+            f" : size(bytes({cut})) <= {budget} ? [{cut}] : [{short_cut}]",
+        },
+        {
+            "name": "lines",
+            "expression": "variables.shown + (variables.total > size(variables.shown)"
+            f" ? [{_more('variables.total - size(variables.shown)')}] : [])",
+        },
+        {
+            "name": "warnings",
+            "expression": f"variables.total <= {WARNINGS_SHOWN} ? variables.problems"
+            f" : {_indexes(WARNINGS_SHOWN - 1, 'variables.problems')}"
+            f".map(i, variables.problems[i]) + [{_more(rest)}]",
+        },
+    ]
+
+
+def validations(form: Form, action: str) -> list[dict[str, str]]:
+    """One validation saying every problem (Deny reports only a policy's first failed one),
+    or under Warn one per problem, so that kubectl prints each as a warning."""
+    static = f"the {form.kind}'s {form.path} is invalid"
+    if action == "Warn":
+        return [
+            {
+                "expression": f"size(variables.warnings) <= {index}",
+                "messageExpression": f"variables.warnings[{index}]",
+                "message": static,
+                "reason": INVALID_REASON,
+            }
+            for index in range(WARNINGS_SHOWN)
+        ]
+    joined = (
+        "size(variables.lines) == 1 ? variables.lines[0]"
+        f" : '[' + variables.lines.join({literal(SEPARATOR)}) + ']'"
+    )
+    return [
+        {
+            "expression": "variables.total == 0",
+            "messageExpression": joined,
+            "message": static,
+            "reason": INVALID_REASON,
+        }
+    ]
+
+
+def policy_name(entry: str) -> str:
+    return entry
+
+
+def policy(entry: Mapping[str, Any], form: Form, action: str) -> dict[str, Any]:
+    """The policy judging what `entry` (a registration's webhook entry) sends to the webhook."""
+    constraints: dict[str, Any] = {
+        "resourceRules": [dict(rule) for rule in entry["rules"]],
+        "namespaceSelector": entry["namespaceSelector"],
+        "matchPolicy": entry.get("matchPolicy", "Equivalent"),
+    }
+    spec: dict[str, Any] = {
+        # A CEL error (a hostile object over the cost limits) refuses, as a verdict would.
+        "failurePolicy": "Fail",
+        "matchConstraints": constraints,
+    }
+    if entry.get("matchConditions"):
+        spec["matchConditions"] = [dict(condition) for condition in entry["matchConditions"]]
+    spec["variables"] = variables(form)
+    spec["validations"] = validations(form, action)
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": policy_name(entry["name"]), "labels": _labels()},
+        "spec": spec,
+    }
+
+
+def binding(entry: Mapping[str, Any], action: str) -> dict[str, Any]:
+    name = policy_name(entry["name"])
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name, "labels": _labels()},
+        "spec": {"policyName": name, "validationActions": [action]},
+    }
+
+
+def _labels() -> dict[str, str]:
+    return {install.PART_OF_LABEL: PART_OF, install.COMPONENT_LABEL: "policy"}
+
+
+def manifests(
+    registration: Mapping[str, Any], action: str = DEFAULT_ACTION
+) -> list[dict[str, Any]]:
+    """The policies and their bindings for the judging entries of `registration` (the shipped
+    ValidatingWebhookConfiguration), in the registration's order."""
+    if action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}: one of {', '.join(ACTIONS)}")
+    found: list[dict[str, Any]] = []
+    for entry in registration["webhooks"]:
+        form = ENTRIES.get(entry["name"])
+        if form is not None:
+            found += [policy(entry, form, action), binding(entry, action)]
+    if len(found) != 2 * len(ENTRIES):
+        raise ValueError(f"the registration lacks an entry of {sorted(ENTRIES)}")
+    return found

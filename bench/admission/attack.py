@@ -15,6 +15,12 @@ the bound on values allows, each as long as fills the body), and one refused bef
   payload through /proc/PID/clear_refs) and **RSS after**, 2 s after the burst
   (goal: peak <= 128 MiB, and back down after).
 Then idle connections: RSS with `--idle` open TLS connections, and after they close.
+Then connection floods, each held for the server's whole idle timeout (`--idle-timeout`,
+given to `serve`): 300 slowloris (a request head that stops halfway), 1,000 idle TCP (no
+handshake begun) and 300 silent TLS (handshake done, no request) connections, while a
+client opens a new connection for one small valid review every 0.1 s: how many of those
+succeeded within the registration's 5 s, their p99, and how many flood connections the
+server closed to make room. `--floods-only` runs these alone.
 
 The server runs pinned to CPU 0 with its defaults (plus any `serve` flags given),
 the clients on CPU 1. Run from the repository root:
@@ -231,6 +237,93 @@ async def idle(port: int, context: ssl.SSLContext, count: int, pid: int) -> tupl
     return held, rss(pid)
 
 
+# What kube-apiserver waits for a review before failing the call (the registration's
+# timeoutSeconds).
+REVIEW_DEADLINE = 5.0
+SLOWLORIS_HEAD = b"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Ty"
+
+
+async def tcp_silent(port: int, _: ssl.SSLContext) -> tuple[Any, Any]:
+    return await asyncio.open_connection("127.0.0.1", port)
+
+
+async def tls_silent(port: int, context: ssl.SSLContext) -> tuple[Any, Any]:
+    return await connect(port, context)
+
+
+async def slowloris(port: int, context: ssl.SSLContext) -> tuple[Any, Any]:
+    reader, writer = await connect(port, context)
+    writer.write(SLOWLORIS_HEAD)
+    return reader, writer
+
+
+FLOODS: dict[str, tuple[int, Callable[[int, ssl.SSLContext], Any]]] = {
+    "slowloris (head stops halfway)": (300, slowloris),
+    "idle TCP (no handshake begun)": (1000, tcp_silent),
+    "silent TLS (no request)": (300, tls_silent),
+}
+
+
+async def flood(port: int, context: ssl.SSLContext, ordinary: bytes, count: int,
+                opener: Callable[[int, ssl.SSLContext], Any], seconds: float,
+                pid: int) -> str:  # fmt: skip
+    """Hold `count` connections of a kind for `seconds` while reviews come on new connections;
+    one table row."""
+    reset_peak(pid)
+    closed = 0
+
+    async def held() -> None:
+        nonlocal closed
+        try:
+            reader, writer = await opener(port, context)
+        except (OSError, ssl.SSLError):
+            closed += 1
+            return
+        with contextlib.suppress(OSError, ssl.SSLError, TimeoutError):
+            # Short of the server's idle timeout, so only a close to make room is counted.
+            await asyncio.wait_for(reader.read(1), seconds - 0.5)
+            closed += 1
+        writer.close()
+
+    async def review() -> float | None:
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(REVIEW_DEADLINE):
+                reader, writer = await connect(port, context)
+                status = await post(reader, writer, ordinary)
+                writer.close()
+        except (OSError, ssl.SSLError, TimeoutError, asyncio.IncompleteReadError):
+            return None
+        return time.perf_counter() - started if status == 200 else None
+
+    holders = [asyncio.create_task(held()) for _ in range(count)]
+    await asyncio.sleep(1)  # all opened, the table full
+    reviews = []
+    stop = time.monotonic() + seconds - 1
+    while time.monotonic() < stop:
+        reviews.append(asyncio.create_task(review()))
+        await asyncio.sleep(0.1)
+    results = await asyncio.gather(*reviews)
+    await asyncio.gather(*holders)
+    times = sorted(result for result in results if result is not None)
+    p99 = statistics.quantiles(times, n=100)[98] if len(times) > 1 else float("nan")
+    return (f"| {count:,} | {len(times)} / {len(results)} | {p99 * 1000:.0f} ms "
+            f"| {closed:,} | {rss(pid, 'VmHWM'):.1f} MiB |")  # fmt: skip
+
+
+async def floods(port: int, context: ssl.SSLContext, ordinary: bytes, seconds: float,
+                 pid: int) -> None:  # fmt: skip
+    print(f"\nconnection floods held {seconds:g} s (the idle timeout), a review on a new "
+          "connection every 0.1 s:")  # fmt: skip
+    print("| flood | connections | reviews answered / sent | p99 | flood closed to make room "
+          "| peak RSS |")  # fmt: skip
+    print("|---|---|---|---|---|---|")
+    for name, (count, opener) in FLOODS.items():
+        row = await flood(port, context, ordinary, count, opener, seconds, pid)
+        print(f"| {name} {row}")
+        await asyncio.sleep(2)
+
+
 def best_time(run: Callable[[], object]) -> float:
     times = []
     for _ in range(3):
@@ -248,9 +341,12 @@ def judge(body: bytes) -> object:
 
 async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
     limit = default_of(ServerConfig, "max_body_bytes")
+    idle_timeout = default_of(ServerConfig, "idle_timeout")
     for flag, value in itertools.pairwise(serve_flags):
         if flag == "--max-body-bytes":
             limit = int(value)
+        if flag == "--idle-timeout":
+            idle_timeout = float(value)
     ordinary = payload_files.payloads()["small-valid"]
     bodies = hostile_bodies(limit)
     context = ssl.create_default_context()
@@ -266,6 +362,9 @@ async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
         with load_bench.running(command, load_bench.SERVER_CPU, port, log) as pid:
             os.sched_setaffinity(0, {int(load_bench.LOAD_CPU)})
             print(f"body limit {limit} bytes; server {pid} RSS at start {rss(pid):.1f} MiB")
+            if args.floods_only:
+                await floods(port, context, ordinary, idle_timeout, pid)
+                return
             print(
                 "| review | body | values | status | answer | parse | decode + verdict "
                 "| others p99 (n) | peak RSS | RSS after |"
@@ -287,6 +386,7 @@ async def main(args: argparse.Namespace, serve_flags: list[str]) -> None:
             held, after = await idle(port, context, args.idle, pid)
             print(f"\n{args.idle} idle TLS connections: RSS {held:.1f} MiB; after they close "
                   f"{after:.1f} MiB")  # fmt: skip
+            await floods(port, context, ordinary, idle_timeout, pid)
             print(json.dumps({"bad requests": [line for line in log.read_text().splitlines()
                                                if "bad request" in line][-1:]}))  # fmt: skip
 
@@ -297,5 +397,6 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--idle", type=int, default=1000)
     parser.add_argument("--no-trim", action="store_true", help="serve without malloc_trim")
+    parser.add_argument("--floods-only", action="store_true", help="only the connection floods")
     known, serve_flags = parser.parse_known_args()
     asyncio.run(main(known, [flag for flag in serve_flags if flag != "--"]))

@@ -101,7 +101,8 @@ def register(subparsers: Any) -> None:
           flags.positive_int)  # fmt: skip
     limit(
         "--max-connections",
-        "connections open at once; past it a new one is closed when accepted (default: "
+        "connections open at once; at the cap a new one takes the place of the one idle "
+        "longest, and is refused only when every one is answering a request (default: "
         "%(default)s)",
         flags.positive_int,
     )

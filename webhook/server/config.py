@@ -20,8 +20,10 @@ class ServerConfig:
     # (tests/kube/test_registration_limits_real.py). 4 MiB leaves the envelope (userInfo
     # with many groups) room; a larger review is of a write etcd would refuse anyway.
     max_body_bytes: int = 4 * 1024 * 1024
-    # Connections open at once; past it a new one is closed as soon as it is accepted.
-    # kube-apiserver keeps a few per replica; each idle one costs tens of KiB.
+    # Connections open at once. At the cap a newcomer takes the slot of the connection idle
+    # longest (an unfinished TLS handshake or request head, a keep-alive with no request); it is
+    # refused only when every slot holds a request being answered. kube-apiserver keeps a few
+    # per replica; each idle one costs tens of KiB.
     max_connections: int = 256
     # PEM CA bundle: the webhook port then requires a client certificate it signed
     # (only kube-apiserver, configured with that certificate, gets past TLS).

@@ -18,6 +18,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from webhook.admission.audit import ALLOWED, DENIED
 from webhook.admission.envelope import OPERATIONS
 from webhook.observability.metrics_registry import CONTENT_TYPE, MetricsRegistry
+from webhook.server.connections import EVICTED_STATES
 
 __all__ = ["CONTENT_TYPE", "ERROR", "WebhookMetrics", "measured"]
 
@@ -57,6 +58,15 @@ class WebhookMetrics(MetricsRegistry):
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.connections_evicted = Counter(
+            f"{PREFIX}_connections_evicted",
+            "Connections closed to make room for a new one at --max-connections, by what they "
+            f"were waiting for ({', '.join(EVICTED_STATES)}).",
+            ["state"],
+            registry=r,
+        )
+        for state in EVICTED_STATES:
+            self.connections_evicted.labels(state)
         self.in_flight = Gauge(
             f"{PREFIX}_in_flight_requests",
             "/validate requests being handled now.",

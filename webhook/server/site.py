@@ -149,6 +149,8 @@ async def _accept(
     while True:
         try:
             sock, _ = await loop.sock_accept(listener)
+        except ConnectionAbortedError:  # the client gave up while queued
+            continue
         except OSError as error:  # out of descriptors or buffers: as asyncio's server, wait
             _log.warning("accept failed", extra={"fields": {"error": str(error)}})
             await asyncio.sleep(_ACCEPT_RETRY_SECONDS)

@@ -52,6 +52,12 @@ COMPONENTS: Final = {
 POD_KNOBS: Final = ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints")
 # The condition of the monitoring component's objects: each kind's own switch.
 MONITORING: Final = "monitoring"
+# admission.mode: what guards admission, the webhook, the policies of manifests/policy, or both.
+ADMISSION_MODES: Final = ("webhook", "policy", "both")
+POLICY: Final = "policy"
+_WEBHOOK_ON: Final = 'ne .Values.admission.mode "policy"'
+_POLICY_ON: Final = 'ne .Values.admission.mode "webhook"'
+_CONDITION: Final = re.compile(r"^\{\{- if (.*) \}\}$")
 _MARKER: Final = re.compile(r"__helm_(\d+)__")
 _LINE: Final = re.compile(r"^( *)__helm_(\d+)__: .*$", re.MULTILINE)
 
@@ -155,7 +161,10 @@ def sources(manifests: pathlib.Path) -> list[Source]:
     found = [Source(str(path.relative_to(root))) for path in base]
     found = [s for s in found if not s.path.startswith("base/")]
     found += [
-        Source(str(path.relative_to(root)), '{{- if eq .Values.tls.source "certManager" }}')
+        Source(
+            str(path.relative_to(root)),
+            _and('{{- if eq .Values.tls.source "certManager" }}', _WEBHOOK_ON),
+        )
         for path in _kustomization_files(root / "cert-manager")
         if path not in base
     ]
@@ -164,7 +173,22 @@ def sources(manifests: pathlib.Path) -> list[Source]:
         for path in _kustomization_files(root / "monitoring")
         if path not in base
     ]
+    found += [
+        Source(str(path.relative_to(root)), POLICY)
+        for path in _kustomization_files(root / "policy")
+        if path not in base
+    ]
     return found
+
+
+def _and(condition: str, also: str) -> str:
+    """`{{- if <condition> }}` that also needs `also` (`condition` may be empty)."""
+    if not condition:
+        return f"{{{{- if {also} }}}}"
+    found = _CONDITION.match(condition)
+    if found is None:
+        raise ValueError(f"not a template condition: {condition!r}")
+    return f"{{{{- if and ({found.group(1)}) ({also}) }}}}"
 
 
 def generate(manifests: pathlib.Path, out: str = DEFAULT_OUT) -> Chart:
@@ -182,8 +206,14 @@ def generate(manifests: pathlib.Path, out: str = DEFAULT_OUT) -> Chart:
                 rule = document["kind"] == "PrometheusRule"
                 switch = "prometheusRule" if rule else "serviceMonitor"
                 condition = f"{{{{- if .Values.{switch}.enabled }}}}"
+            elif source.condition == POLICY:
+                condition = _and(condition, _POLICY_ON)
             elif source.condition:
                 condition = source.condition
+            labels = document["metadata"].get("labels", {})
+            webhook = labels.get(install.COMPONENT_LABEL) == install.WEBHOOK.component
+            if webhook and _WEBHOOK_ON not in condition:  # the webhook's certificate, its Secret
+                condition = _and(condition, _WEBHOOK_ON)
             body = markers.render(render_yaml(templated))
             if condition:
                 body = f"{condition}\n{body}{{{{- end }}}}\n"
@@ -240,6 +270,8 @@ def _template(
         }  # fmt: skip
     elif kind == "ValidatingWebhookConfiguration":
         _registration(document, markers, defaults, inject_ca)
+    elif kind == "ValidatingAdmissionPolicy":
+        _excluded_namespaces(document["spec"]["matchConstraints"], markers)
     elif kind in ("ServiceMonitor", "PrometheusRule"):
         key = "serviceMonitor" if kind == "ServiceMonitor" else "prometheusRule"
         labels[markers.block(merged(f".Values.{key}.labels"))] = None
@@ -354,15 +386,7 @@ def _registration(
         webhook["failurePolicy"] = markers.expression(f"{{{{ {entry}.failurePolicy }}}}")
         webhook["timeoutSeconds"] = markers.expression(f"{{{{ {entry}.timeoutSeconds }}}}")
         webhook["clientConfig"][markers.block(_ca_bundle)] = None
-        for expression in webhook.get("namespaceSelector", {}).get("matchExpressions", []):
-            if expression["key"] == "kubernetes.io/metadata.name" and NAMESPACE in expression.get(
-                "values", []
-            ):
-                excluded = [v for v in expression["values"] if v != NAMESPACE]
-                expression["values"] = markers.expression(
-                    "{{ append .Values.webhookConfiguration.excludedNamespaces"
-                    " .Release.Namespace | uniq | toJson }}"
-                )
+        excluded = _excluded_namespaces(webhook, markers) or excluded
     defaults["webhookConfiguration"]["excludedNamespaces"] = excluded
     release = "{{ .Release.Namespace }}"
     lines = [f"{key}: {value.replace(NAMESPACE, release)}" for key, value in inject_ca.items()]
@@ -383,6 +407,23 @@ def _registration(
         "  {{- end }}",
         "{{- end }}",
     ])] = None  # fmt: skip
+
+
+def _excluded_namespaces(matching: dict[str, Any], markers: _Markers) -> list[str]:
+    """The namespaces `matching` (a webhook entry, a policy's matchConstraints) leaves out by
+    name, beside the install's, as the webhookConfiguration.excludedNamespaces knob and the
+    release's namespace; returns the manifest's (less the install's) as the knob's default."""
+    excluded: list[str] = []
+    for expression in matching.get("namespaceSelector", {}).get("matchExpressions", []):
+        if expression["key"] == "kubernetes.io/metadata.name" and NAMESPACE in expression.get(
+            "values", []
+        ):
+            excluded = [v for v in expression["values"] if v != NAMESPACE]
+            expression["values"] = markers.expression(
+                "{{ append .Values.webhookConfiguration.excludedNamespaces"
+                " .Release.Namespace | uniq | toJson }}"
+            )
+    return excluded
 
 
 def _ca_bundle(indent: int) -> list[str]:
@@ -416,6 +457,7 @@ CHART_ONLY: Final[dict[str, Any]] = {
     "commonLabels": {},
     "commonAnnotations": {},
     "crds": {"install": False, "keep": True},
+    "admission": {"mode": ADMISSION_MODES[0]},
     "tls": {"source": "existingSecret", "caBundle": "", "certificate": "", "key": ""},
     "serviceMonitor": {"enabled": False, "labels": {}},
     "prometheusRule": {"enabled": False, "labels": {}},
@@ -430,6 +472,11 @@ _COMMENTS: Final = {
 The FeedbackStore CRD is the platform's (its chart installs it): off by default. With
 install: true this chart installs manifests/crd/'s, and keep: true leaves it (and every
 FeedbackStore) in place on `helm uninstall`.""",
+    "admission": """\
+What judges FeedbackStores and AgentDeployment.spec.feedback at admission
+(docs/admission-policy.md): webhook (the Deployment, its Service and registration),
+policy (ValidatingAdmissionPolicies of manifests/policy, judged inside kube-apiserver:
+no webhook, no certificates; Kubernetes 1.30+), or both (to switch without a gap).""",
     "tls": """\
 Where the webhook's serving certificate comes from (docs/install.md):
   existingSecret: you create the Secret feedbackstore-webhook-tls in the release's
@@ -461,7 +508,8 @@ runbookBaseURL: where each alert's runbook_url points, the alert's page appended
 stores nothing) in this namespace, which the webhook must judge.""",
 }
 _ORDER: Final = (
-    "image", "imagePullSecrets", "commonLabels", "commonAnnotations", "crds", "tls", "webhook",
+    "image", "imagePullSecrets", "commonLabels", "commonAnnotations", "crds", "admission", "tls",
+    "webhook",
     "statusWriter", "webhookConfiguration", "serviceMonitor", "prometheusRule", "test",
 )  # fmt: skip
 

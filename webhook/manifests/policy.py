@@ -61,8 +61,10 @@ DEFAULT_ACTION: Final = install.DEFAULT_POLICY_ACTION
 MIN_KUBERNETES: Final = (1, 30)
 # Unknown keys in one object that are put in order to be named: ranking costs their square.
 UNKNOWN_KEYS_RANKED: Final = 32
-# Joins one item's problems, and splits them again, to flatten a list of lists.
+# Joins one item's problems, and splits them again, to flatten a list of lists; written in CEL
+# with escapes, so the manifests hold no control characters.
 PROBLEM_SEPARATOR: Final = "\x00\x1f\x00"
+_SEPARATOR_CEL: Final = "'" + "".join(f"\\x{ord(c):02x}" for c in PROBLEM_SEPARATOR) + "'"
 # kube-apiserver keeps warnings of at most 256 characters, 4096 in all: with a policy's prefix
 # of about 150 characters, 16 warnings are what kubectl can show.
 WARNINGS_SHOWN: Final = 16
@@ -156,7 +158,7 @@ def _indexes(count: int, items: str, var: str = "i") -> str:
 
 def _flat(groups: str) -> str:
     """CEL flattening a list of lists of problems: each joined, all joined, split again."""
-    sep = literal(PROBLEM_SEPARATOR)
+    sep = _SEPARATOR_CEL
     return f"{groups}.map(g, g.join({sep})).join({sep}).split({sep}).filter(p, p != '')"
 
 

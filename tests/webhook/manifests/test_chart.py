@@ -184,6 +184,49 @@ def test_the_monitoring_switches_render_the_monitoring_component(tmp_path: pathl
     assert {kind for kind, _ in rendered} >= MONITORING_KINDS
 
 
+def _with_policy(tmp_path: pathlib.Path) -> list[dict[str, Any]]:
+    """manifests/ with the policy component, as kustomize renders it."""
+    base = os.path.relpath(MANIFESTS, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump({"resources": [base], "components": [f"{base}/policy"]})
+    )
+    return _installed(kustomize(tmp_path))
+
+
+def test_admission_mode_both_renders_the_policy_component_beside_the_webhook(
+    tmp_path: pathlib.Path,
+) -> None:
+    rendered = _keyed(template("--set", "admission.mode=both"))
+    assert rendered == _keyed(_with_policy(tmp_path))
+    assert ("ValidatingAdmissionPolicy", "validate.feedbackstores.agents.ctxmesh.ai") in rendered
+
+
+def test_admission_mode_policy_renders_the_policies_and_nothing_of_the_webhook(
+    tmp_path: pathlib.Path,
+) -> None:
+    rendered = _keyed(template("--set", "admission.mode=policy"))
+    webhook_less = [
+        d
+        for d in _with_policy(tmp_path)
+        if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") != "webhook"
+    ]
+    assert rendered == _keyed(webhook_less)
+    assert ("ValidatingWebhookConfiguration", "feedbackstore-webhook") not in rendered
+    assert ("Deployment", "feedbackstore-status-writer") in rendered
+    tls = template("--set", "admission.mode=policy", "--set", "tls.source=certManager")
+    assert {d["kind"] for d in tls}.isdisjoint(CERT_MANAGER_KINDS)
+
+
+def test_the_policies_leave_out_the_namespaces_the_registration_leaves_out() -> None:
+    rendered = template("--set", "admission.mode=both", "--set",
+                        "webhookConfiguration.excludedNamespaces={kube-system,ops}")  # fmt: skip
+    policies = [d for d in rendered if d["kind"] == "ValidatingAdmissionPolicy"]
+    assert len(policies) == 2
+    for doc in policies:
+        selector = doc["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]
+        assert selector["values"] == ["kube-system", "ops", NAMESPACE]
+
+
 def _at(docs: list[dict[str, Any]], kind: str, name: str, path: str) -> Any:
     node: Any = find(docs, kind, name)
     for part in path.split("/"):
@@ -335,6 +378,11 @@ def test_tls_values_write_the_secret_and_every_entry_s_ca_bundle(
             ["--set", "tls.source=vault"],
             'tls.source "vault": use existingSecret',
             id="an unknown tls source names the three",
+        ),
+        pytest.param(
+            ["--set", "admission.mode=gatekeeper"],
+            'admission.mode "gatekeeper": use webhook, policy or both',
+            id="an unknown admission mode names the three",
         ),
         pytest.param(
             ["--set", "webhook.podDisruptionBudget.maxUnavailable=1"],

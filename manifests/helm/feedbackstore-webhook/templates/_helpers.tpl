@@ -32,6 +32,9 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 
 {{/* Refuse values that cannot make a working install, with what to do. */}}
 {{- define "feedbackstore-webhook.checks" -}}
+{{- if not (has .Values.admission.mode (list "webhook" "policy" "both")) }}
+{{- fail (printf "admission.mode %q: use webhook, policy or both" .Values.admission.mode) }}
+{{- end }}
 {{- if not (has .Values.tls.source (list "existingSecret" "values" "certManager")) }}
 {{- fail (printf "tls.source %q: use existingSecret, values or certManager" .Values.tls.source) }}
 {{- end }}

@@ -52,6 +52,8 @@ Python API (stable; the status-writer tests depend on it)::
     emu.faults.delay(seconds, method=None, path_contains=None, count=None)
     emu.faults.conflict_next_status_write(n=1, mutate=None)  # a concurrent write lands first
                                             # (new RV, MODIFIED event), the /status write gets 409
+    emu.faults.garble_watch_events(n=1, path_contains=None)  # the next n changes a watch carries
+                                            # go out as a line that is not JSON, in their place
     emu.faults.clear()
 
 Faithful (tested beside it, tests/support/emulator/test_*.py, with the real client): list with

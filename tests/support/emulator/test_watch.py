@@ -469,3 +469,24 @@ def test_timeout_seconds_zero_means_the_server_default() -> None:
         )
         assert status == 200
         assert 0.9 <= time.monotonic() - started < 15
+
+
+def test_a_garbled_change_goes_out_as_a_line_that_is_not_json_and_comes_again_on_a_new_watch(
+    apiserver: ApiServerEmulator,
+) -> None:
+    start = str(apiserver.create("ns", feedbackstore("a"))["metadata"]["resourceVersion"])
+    apiserver.faults.garble_watch_events(1, path_contains=f"/{PLURAL}")
+    apiserver.update("ns", "a", lambda o: o["spec"].update(mode="Monitor"))
+    apiserver.update("ns", "a", lambda o: o["spec"].update(mode="Enforce"))
+    path = f"/apis/{GROUP}/{VERSION}/{PLURAL}?watch=true&timeoutSeconds=1&resourceVersion={start}"
+
+    def lines() -> list[bytes]:
+        with urllib.request.urlopen(apiserver.url + path, timeout=30) as response:
+            return response.read().splitlines()
+
+    garbled, after = lines()
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(garbled)
+    assert json.loads(after)["object"]["spec"]["mode"] == "Enforce"
+    again = [json.loads(line)["object"]["spec"]["mode"] for line in lines()]
+    assert again == ["Monitor", "Enforce"]

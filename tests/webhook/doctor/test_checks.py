@@ -989,13 +989,21 @@ def test_validated_writers_unreadable_or_not_listed_is_skipped() -> None:
 
 # -- the dry-run probe -------------------------------------------------------------------
 
-WEBHOOK_WARNING = expected_warnings()[0]
+# What the webhook says of a store in Monitor mode, as kube-apiserver relays it.
+WEBHOOK_WARNING = (
+    "spec.mode: Monitor relays undeclared score names instead of rejecting them (422); "
+    "use only to migrate"
+)
 
 
-def test_the_probe_is_a_valid_monitor_store_whose_warning_comes_from_the_rules() -> None:
-    body = probe_store("ns")
-    assert body["spec"]["mode"] == "Monitor"
-    assert WEBHOOK_WARNING.startswith("spec.mode: Monitor relays undeclared score names")
+def test_the_probe_is_a_valid_monitor_store_that_only_the_webhook_warns_about() -> None:
+    assert probe_store("ns") == {
+        "apiVersion": "agents.ctxmesh.ai/v1beta1",
+        "kind": "FeedbackStore",
+        "metadata": {"name": "feedbackstore-doctor-probe", "namespace": "ns"},
+        "spec": {"mode": "Monitor", "human": {"scores": [{"name": "doctor-probe"}]}},
+    }
+    assert expected_warnings() == (WEBHOOK_WARNING,)
 
 
 @pytest.mark.parametrize(

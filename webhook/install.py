@@ -23,8 +23,9 @@ PART_OF: Final = "feedbackstore-webhook"
 
 
 class Component(NamedTuple):
-    """One of the two Deployments: its name (also its ServiceAccount's, its
-    PodDisruptionBudget's and its `app.kubernetes.io/name`) and its component label."""
+    """One of the two Deployments, or the uninstall's cleanup Job: its name (also its
+    ServiceAccount's, its PodDisruptionBudget's and its `app.kubernetes.io/name`) and its
+    component label."""
 
     name: str
     component: str
@@ -42,6 +43,8 @@ class Component(NamedTuple):
 
 WEBHOOK: Final = Component("feedbackstore-webhook", "webhook")
 STATUS_WRITER: Final = Component("feedbackstore-status-writer", "status-writer")
+# `feedbackstore-webhook cleanup` as a Job (manifests/cleanup/, the chart's post-delete hook).
+CLEANUP: Final = Component("feedbackstore-cleanup", "cleanup")
 
 # The Service kube-apiserver calls (the serving certificate is issued for its DNS names), on
 # SERVICE_PORT, forwarded to the webhook container's `https` port.

@@ -133,8 +133,8 @@ def delete_feedbackstore_crd(plane: ControlPlane) -> None:
     Earlier modules on the same plane may leave stores carrying finalizers (our
     in-use protection, applied while their status writer ran): with that writer
     gone, nothing would ever release them, and the CRD's deletion would wait on
-    them for good. An admin who uninstalls the writer first removes them by hand
-    (docs/install.md, "Uninstall"); so does this, for whatever is left. The deletion itself
+    them for good. An admin runs `feedbackstore-webhook cleanup` before deleting the CRD
+    (docs/install.md, "Uninstall"); this removes whatever finalizer is left, anyone's. The deletion itself
     deletes every store one by one (a scale test leaves a thousand): minutes under load.
     """
     api = k8s.CustomObjectsApi(api_client(plane))

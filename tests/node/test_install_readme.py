@@ -834,8 +834,9 @@ def test_roll_out_safely_as_the_readme_says(path1: object, shell: Shell, node: N
 
 
 def test_uninstall_removes_everything(path1: object, shell: Shell, node: Node) -> None:
-    steps = commands(blocks(section("Uninstall"), "sh")[0])
-    assert len(steps) == 4, steps
+    # The second block: the CRD deleted too, after `cleanup` (the first keeps it).
+    steps = commands(blocks(section("Uninstall"), "sh")[1])
+    assert len(steps) == 6, steps
     for command in steps:
         started = time.monotonic()
         result = shell.run(command)

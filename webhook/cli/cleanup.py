@@ -44,6 +44,8 @@ def register(subparsers: Any) -> None:
         ("--kubeconfig", "PATH", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, "
          "else in-cluster)"),
         ("--context", "NAME", "kubeconfig context to use"),
+        ("--namespace", "NS", "only the FeedbackStores of this namespace (default: every "
+         "namespace, as an uninstall needs)"),
     )  # fmt: skip
     for flag, metavar, help_text in named:
         parser.add_argument(flag, metavar=metavar, help=help_text)
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         if refusal is not None:
             print(f"cleanup: {refusal}", file=sys.stderr)
             return EXIT_UNUSABLE
-        return _clean(api_client, dry_run=args.dry_run)
+        return _clean(api_client, args.namespace or None, dry_run=args.dry_run)
     except _UnreachableError as error:
         print(f"cleanup: {error.what}: {error_text(error.cause)}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -136,12 +138,12 @@ def _refusal(where: str, holder: str, until: datetime, now: datetime) -> str:
     )
 
 
-def _clean(api_client: Any, *, dry_run: bool) -> int:
+def _clean(api_client: Any, namespace: str | None, *, dry_run: bool) -> int:
     from webhook.kube.client import error_text, status_code
     from webhook.status.cleanup import Tally, describe, plan_cleanup
     from webhook.status.kubeapi import FeedbackStoreApi
 
-    stores = FeedbackStoreApi(api_client)
+    stores = FeedbackStoreApi(api_client, namespace)
     tally = Tally()
     failed: list[str] = []
     pending: set[tuple[str, str]] | None = None  # None: every store (the first pass)

@@ -58,6 +58,14 @@ POLICY: Final = "policy"
 _WEBHOOK_ON: Final = 'ne .Values.admission.mode "policy"'
 _POLICY_ON: Final = 'ne .Values.admission.mode "webhook"'
 _CONDITION: Final = re.compile(r"^\{\{- if (.*) \}\}$")
+# manifests/cleanup/: not installed, run by `helm uninstall` once it deleted the release's
+# objects, the status writer's Deployment and RBAC with them (a pre-delete hook would run while
+# the writer still leads, and it would put back all that `cleanup` takes). RBAC first, the Job
+# after; everything deleted once it succeeded, a failed Job kept for a look.
+CLEANUP_HOOK: Final = {
+    "helm.sh/hook": "post-delete",
+    "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
+}
 _MARKER: Final = re.compile(r"__helm_(\d+)__")
 _LINE: Final = re.compile(r"^( *)__helm_(\d+)__: .*$", re.MULTILINE)
 
@@ -155,7 +163,7 @@ def _kustomization_files(directory: pathlib.Path) -> Iterator[pathlib.Path]:
 
 def sources(manifests: pathlib.Path) -> list[Source]:
     """What the chart mirrors: the base (less the Namespace: Helm installs into one), the
-    cert-manager variant's own objects, and the monitoring component."""
+    cert-manager variant's own objects, the monitoring component, and the uninstall's cleanup."""
     root = manifests.resolve()
     base = list(_kustomization_files(root / "base"))
     found = [Source(str(path.relative_to(root))) for path in base]
@@ -177,6 +185,10 @@ def sources(manifests: pathlib.Path) -> list[Source]:
         Source(str(path.relative_to(root)), POLICY)
         for path in _kustomization_files(root / "policy")
         if path not in base
+    ]
+    found += [
+        Source(str(path.relative_to(root)), CLEANUP_HOOK["helm.sh/hook"])
+        for path in _kustomization_files(root / "cleanup")
     ]
     return found
 
@@ -201,6 +213,8 @@ def generate(manifests: pathlib.Path, out: str = DEFAULT_OUT) -> Chart:
         rendered = []
         for document in documents:
             markers = _Markers()
+            if source.condition == CLEANUP_HOOK["helm.sh/hook"]:
+                document = _hook(document)
             condition, templated = _template(document, markers, defaults, inject_ca)
             if source.condition == MONITORING:
                 rule = document["kind"] == "PrometheusRule"
@@ -208,7 +222,7 @@ def generate(manifests: pathlib.Path, out: str = DEFAULT_OUT) -> Chart:
                 condition = f"{{{{- if .Values.{switch}.enabled }}}}"
             elif source.condition == POLICY:
                 condition = _and(condition, _POLICY_ON)
-            elif source.condition:
+            elif source.condition and source.condition != CLEANUP_HOOK["helm.sh/hook"]:
                 condition = source.condition
             labels = document["metadata"].get("labels", {})
             webhook = labels.get(install.COMPONENT_LABEL) == install.WEBHOOK.component
@@ -223,6 +237,14 @@ def generate(manifests: pathlib.Path, out: str = DEFAULT_OUT) -> Chart:
         chart.files[f"templates/{source.path}"] = lines + "\n" + "---\n".join(rendered)
     chart.defaults = defaults
     return chart
+
+
+def _hook(document: dict[str, Any]) -> dict[str, Any]:
+    document = copy.deepcopy(document)
+    annotations = document["metadata"].setdefault("annotations", {})
+    weight = "0" if document["kind"] == "Job" else "-1"
+    annotations.update({**CLEANUP_HOOK, "helm.sh/hook-weight": weight})
+    return document
 
 
 def _inject_ca_annotations(manifests: pathlib.Path) -> dict[str, str]:
@@ -257,6 +279,9 @@ def _template(
                                              "{{- end }}"])] = None  # fmt: skip
     elif kind == "Deployment":
         _deployment(document, markers, defaults, component)
+    elif kind == "Job":
+        pod = document["spec"]["template"]["spec"]
+        pod["containers"] = [_image(c, markers, defaults) for c in pod["containers"]]
     elif kind == "PodDisruptionBudget":
         condition = f"{{{{- if {values}.podDisruptionBudget.enabled }}}}"
         spec = document["spec"]
@@ -355,18 +380,25 @@ def _deployment(
     pod[markers.block(optional("imagePullSecrets", ".Values.imagePullSecrets"))] = None
     containers = []
     for container in pod["containers"]:
-        repository, _, tag = container["image"].rpartition(":")
-        image = {"repository": repository, "tag": tag, "digest": "",
-                 "pullPolicy": container.get("imagePullPolicy", "IfNotPresent")}  # fmt: skip
-        if root.setdefault("image", image) != image:
-            raise ValueError(f"{container['image']}: both components must run one image")
-        container["image"] = markers.expression('{{ include "feedbackstore-webhook.image" . }}')
-        container["imagePullPolicy"] = markers.expression("{{ .Values.image.pullPolicy }}")
+        container = _image(container, markers, root)
         defaults["resources"] = container.get("resources", {})
         resources = markers.block(always("resources", f"{values}.resources"))
         containers.append(_rekey(container, "resources", resources, None))
     pod["containers"] = containers
     spec["template"]["spec"] = pod
+
+
+def _image(container: dict[str, Any], markers: _Markers, root: dict[str, Any]) -> dict[str, Any]:
+    """The container with the chart's image: one for every component and the cleanup Job."""
+    repository, _, tag = container["image"].rpartition(":")
+    image = {"repository": repository, "tag": tag, "digest": "",
+             "pullPolicy": container.get("imagePullPolicy", "IfNotPresent")}  # fmt: skip
+    if root.setdefault("image", image) != image:
+        raise ValueError(f"{container['image']}: every component must run one image")
+    container = dict(container)
+    container["image"] = markers.expression('{{ include "feedbackstore-webhook.image" . }}')
+    container["imagePullPolicy"] = markers.expression("{{ .Values.image.pullPolicy }}")
+    return container
 
 
 def _registration(

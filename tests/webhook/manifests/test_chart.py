@@ -432,6 +432,37 @@ def test_helm_test_runs_the_doctor_against_the_release() -> None:
         assert "hook-succeeded" in policy, doc["kind"]
 
 
+def test_uninstall_runs_manifests_cleanup_after_the_release_is_gone(
+    defaults: list[dict[str, Any]],
+) -> None:
+    """`helm uninstall` runs manifests/cleanup/ once it deleted the release's objects, the status
+    writer's Deployment among them: its RBAC first, then the Job; all gone once it succeeded."""
+    hooks = [d for d in defaults if "helm.sh/hook" in (d["metadata"].get("annotations") or {})]
+    cleanup = {
+        key: doc for key, doc in ((_key(d), d) for d in hooks) if key[1] == "feedbackstore-cleanup"
+    }
+    shipped = {_key(d): d for d in kustomize(MANIFESTS / "cleanup")}
+    assert set(cleanup) == set(shipped)
+    for key, doc in cleanup.items():
+        annotations = doc["metadata"]["annotations"]
+        weight = "0" if key[0] == "Job" else "-1"
+        assert annotations == {
+            "helm.sh/hook": "post-delete",
+            "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
+            "helm.sh/hook-weight": weight,
+        }
+        bare = _without_chart_marks({**doc, "metadata": {**doc["metadata"], "annotations": {}}})
+        assert bare == shipped[key], key
+    job = cleanup[("Job", "feedbackstore-cleanup")]
+    assert job["spec"]["template"]["spec"]["containers"][0]["args"] == [
+        "cleanup", "--lease-namespace", "$(POD_NAMESPACE)", "--wait-for-lease", "60"
+    ]  # fmt: skip
+
+
+def _key(doc: dict[str, Any]) -> tuple[str, str]:
+    return doc["kind"], doc["metadata"]["name"]
+
+
 def test_a_new_webhook_entry_in_manifests_reaches_the_chart_with_knobs_of_its_own(
     tmp_path: pathlib.Path,
 ) -> None:

@@ -134,8 +134,9 @@ def delete_feedbackstore_crd(plane: ControlPlane) -> None:
     in-use protection, applied while their status writer ran): with that writer
     gone, nothing would ever release them, and the CRD's deletion would wait on
     them for good. An admin runs `feedbackstore-webhook cleanup` before deleting the CRD
-    (docs/install.md, "Uninstall"); this removes whatever finalizer is left, anyone's. The deletion itself
-    deletes every store one by one (a scale test leaves a thousand): minutes under load.
+    (docs/install.md, "Uninstall"); this removes whatever finalizer is left, anyone's. The
+    deletion itself deletes every store one by one (a scale test leaves a thousand): minutes
+    under load.
     """
     api = k8s.CustomObjectsApi(api_client(plane))
     for store in api.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]:

@@ -51,6 +51,8 @@ CLEANUP: Final = Component("feedbackstore-cleanup", "cleanup")
 SERVICE: Final = WEBHOOK.name
 SERVICE_PORT: Final = 443
 PORT: Final = 8443
+# The one path the webhook answers reviews on; every entry's clientConfig calls it.
+VALIDATE_PATH: Final = "/validate"
 # The `kubernetes.io/tls` Secret the webhook mounts.
 SECRET: Final = "feedbackstore-webhook-tls"  # noqa: S105 (a name, not a password)
 

@@ -711,3 +711,49 @@ def test_a_missing_crd_fails_and_what_needs_it_is_skipped(install: Install) -> N
         assert checks["validated-writers"]["status"] == "skip"
     finally:
         install_crd(plane, shipped_crd())
+
+
+def _fail_open_count(plane: ControlPlane, entry: str) -> float:
+    """kube-apiserver's own count of calls to `entry` that failed and let the request through."""
+    metrics = plane.kubectl("get", "--raw", "/metrics").stdout
+    prefix = f'apiserver_admission_webhook_fail_open_count{{name="{entry}"'
+    return sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+               if line.startswith(prefix))  # fmt: skip
+
+
+def test_a_ca_bundle_in_the_first_entry_only_names_the_entries_that_fail_open(
+    install: Install,
+) -> None:
+    """What a caBundle patched into /webhooks/0 alone leaves: the judging entry works, the
+    delete warning and the inline form's entries (failurePolicy Ignore) check the certificate
+    against the system roots, fail, and kube-apiserver lets their requests through unjudged.
+    The doctor names both entries and their failurePolicy."""
+    tag = uuid.uuid4().hex[:8]
+    namespace = _plain_namespace(install.plane, "probe", {SCENARIO_LABEL: tag})
+    document = registration(
+        f"doctor-{tag}", install.server.url, install.server.ca_pem,
+        namespaceSelector={"matchLabels": {SCENARIO_LABEL: tag}},
+    )  # fmt: skip
+    for entry in document["webhooks"][1:]:
+        entry["clientConfig"].pop("caBundle")
+        entry["namespaceSelector"] = {"matchLabels": {SCENARIO_LABEL: tag}}
+    delete_entry = document["webhooks"][1]["name"]
+    with registered(install.plane, document, namespace):
+        custom = k8s.CustomObjectsApi(api_client(install.plane))
+        custom.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, feedbackstore("gone", VALID_SPEC)
+        )
+        before = _fail_open_count(install.plane, delete_entry)
+        deleted = install.plane.kubectl("delete", "-n", namespace, "fs", "gone")
+        assert deleted.returncode == 0, deleted.stderr  # let through, unjudged
+        assert _fail_open_count(install.plane, delete_entry) > before
+        code, checks = doctor(
+            install, webhook_configuration=document["metadata"]["name"], probe_namespace=namespace
+        )
+    assert code == 1
+    all_ok_but(checks, ca_bundle="fail")
+    detail = checks["ca-bundle"]["detail"]
+    for entry in document["webhooks"][1:]:
+        assert f"{entry['name']} (failurePolicy Ignore, fails open): no caBundle" in detail
+    assert f"{document['webhooks'][0]['name']}: caBundle CA" in detail
+    assert "kubectl apply -k certs/ fills every entry's caBundle" in checks["ca-bundle"]["fix"]

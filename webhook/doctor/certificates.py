@@ -71,13 +71,25 @@ def check_trust(
     chain: list[x509.Certificate], ca: list[x509.Certificate], bundle: list[x509.Certificate] | None
 ) -> CheckResult:
     """`ca` is the Secret's `ca.crt`: when it signed the leaf, the fix is to put it in caBundle."""
+    leaf = chain[0]
     if bundle is None:
+        fill = (
+            "kubectl apply -k certs/ fills every entry's caBundle (feedbackstore-webhook certs "
+            "--ca-bundle --cert --key for a certificate of your own)"
+        )
+        if ca and chain_to(leaf, chain[1:], ca):
+            return fail(
+                CA_BUNDLE,
+                f"no caBundle: kube-apiserver checks {cert_name(leaf)} against its system roots, "
+                f"but the Secret's own CA {cert_name(ca[0])} issued it: 'x509: certificate "
+                "signed by unknown authority'",
+                fill,
+            )
         return warn(
             CA_BUNDLE,
             "no caBundle: kube-apiserver trusts its own system roots, which the doctor cannot see",
-            "set clientConfig.caBundle to the base64 of the CA that signed tls.crt",
+            fill,
         )
-    leaf = chain[0]
     if ca and chain_to(leaf, chain[1:], ca):
         fix = (
             "the Secret's ca.crt signed it: put that in caBundle (`kubectl apply -k certs/` does, "

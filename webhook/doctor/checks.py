@@ -10,7 +10,7 @@ from webhook import install
 from webhook.admission.warnings import bounded
 from webhook.doctor import certificates, registration
 from webhook.doctor.inline import check_inline
-from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
+from webhook.doctor.result import CheckResult, Level, fail, ok, refused, skip
 from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot, Target, Unreadable
 from webhook.doctor.stores import check_held, check_stores, check_validated_writers
 from webhook.kube.leader import read_record
@@ -68,19 +68,20 @@ def service_ref(configuration: Fetched, target: Target) -> tuple[str, str, str]:
 
 
 def _serving(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[CheckResult]:
+    """The Secret's certificate against every entry: its caBundle, the host it dials."""
     entries = registration.admission_entries(snapshot.configuration)
     names = (certificates.CA_BUNDLE, certificates.NAMES, certificates.EXPIRY)
     if not entries:
         return [skip(name, "no webhook configuration to check against") for name in names]
-    per_entry: list[tuple[str, list[CheckResult]]] = []
+    per_entry: list[tuple[dict[str, Any], list[CheckResult]]] = []
     secret_ref = f"{target.namespace}/{target.secret}"
-    for _, entry in entries:
+    for _, entry in registration.every_entry(snapshot.configuration):
         host, _ = registration.client_endpoint(entry)
         bundle = certificates.ca_bundle(entry)
         found = certificates.check_serving(snapshot.secret, secret_ref, bundle, host, now)
-        per_entry.append((str(entry.get("name")), found))
+        per_entry.append((entry, found))
     return [
-        combine(name, [(label, found[index]) for label, found in per_entry])
+        registration.combine_entries(name, [(entry, found[index]) for entry, found in per_entry])
         for index, name in enumerate(names)
     ]
 

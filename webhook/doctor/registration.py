@@ -1,6 +1,9 @@
-"""The ValidatingWebhookConfiguration: present, and set up as manifests/ ships it. Only entries that
-validate CREATE or UPDATE of FeedbackStores are held to it, the worst reported: a DELETE-only entry
-(in-use warnings) may rightly fail open."""
+"""The ValidatingWebhookConfiguration: present, and set up as manifests/ ships it. Every entry is
+checked (its endpoint, sideEffects, timeout, review versions and namespaceSelector), the worst
+reported with the entry's name: a certificate patched into one entry only left the others
+failing open, unnoticed. Only entries that validate CREATE or UPDATE of FeedbackStores must be
+`failurePolicy: Fail`: a DELETE-only entry (in-use warnings) and the inline form's rightly fail
+open."""
 
 from __future__ import annotations
 
@@ -8,11 +11,13 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from webhook import install
 from webhook.admission.envelope import CREATE, UPDATE
 from webhook.doctor.result import CheckResult, Level, combine, fail, ok, refused, skip
 from webhook.doctor.snapshot import KUBE_SYSTEM, NAMESPACE_NAME_LABEL, Fetched, Target, Unreadable
 from webhook.kube.objects import metadata_of
 from webhook.rules import api
+from webhook.text import counted
 
 REGISTRATION: Final = "webhook-configuration"
 
@@ -28,14 +33,33 @@ Judge = Callable[[dict[str, Any]], Verdict]
 Entry = tuple[int, dict[str, Any]]
 
 
+def every_entry(configuration: Fetched) -> list[Entry]:
+    """(index, webhook) for each webhook of the configuration."""
+    webhooks = configuration.get("webhooks") if isinstance(configuration, dict) else None
+    found = enumerate(webhooks if isinstance(webhooks, list) else ())
+    return [(index, entry) for index, entry in found if isinstance(entry, dict)]
+
+
 def admission_entries(configuration: Fetched) -> list[Entry]:
     """(index, webhook) for each webhook that validates CREATE or UPDATE of FeedbackStores."""
-    webhooks = configuration.get("webhooks") if isinstance(configuration, dict) else None
     return [
         (index, entry)
-        for index, entry in enumerate(webhooks if isinstance(webhooks, list) else ())
-        if isinstance(entry, dict) and any(_writes_feedbackstores(r) for r in _rules(entry))
+        for index, entry in every_entry(configuration)
+        if any(_writes_feedbackstores(r) for r in _rules(entry))
     ]
+
+
+def failure_policy(entry: dict[str, Any]) -> str:
+    """As kube-apiserver defaults it."""
+    return str(entry.get("failurePolicy") or "Fail")
+
+
+def entry_label(entry: dict[str, Any]) -> str:
+    """An entry by name and failurePolicy: with Ignore, a call that fails lets the request
+    through unjudged, which no one sees (fails open)."""
+    policy = failure_policy(entry)
+    opens = ", fails open" if policy == "Ignore" else ""
+    return f"{entry.get('name')} (failurePolicy {policy}{opens})"
 
 
 def check_registration(
@@ -43,7 +67,7 @@ def check_registration(
 ) -> list[CheckResult]:
     name = target.webhook_configuration
     verdicts: dict[str, Judge] = {
-        "failurePolicy": _failure_policy,
+        "failurePolicy": _failure_policy,  # of the admission entries alone
         "sideEffects": _side_effects,
         "timeoutSeconds": _timeout,
         "admissionReviewVersions": _review_versions,
@@ -62,8 +86,12 @@ def check_registration(
         )
         why = "no webhook configuration"
     elif entries := admission_entries(configuration):
-        combined = (_combined(check, name, entries, v) for check, v in verdicts.items())
-        return [_registration_result(name, entries), *combined]
+        every = every_entry(configuration)
+        combined = (
+            _combined(check, name, entries if check == "failurePolicy" else every, verdict)
+            for check, verdict in verdicts.items()
+        )
+        return [_registration_result(name, entries, every), *combined]
     else:
         head = fail(
             REGISTRATION,
@@ -117,7 +145,7 @@ def _matches_status(entry: dict[str, Any]) -> bool:
     return any(r in status for rule in _rules(entry) for r in rule.get("resources") or ())
 
 
-def _registration_result(name: str, entries: list[Entry]) -> CheckResult:
+def _registration_result(name: str, entries: list[Entry], every: list[Entry]) -> CheckResult:
     blocking = [str(entry.get("name")) for _, entry in entries if _matches_status(entry)]
     if blocking:
         return fail(
@@ -126,16 +154,58 @@ def _registration_result(name: str, entries: list[Entry]) -> CheckResult:
             "so a webhook outage blocks the status writer",
             f"list only `{api.PLURAL}` in its rules' resources",
         )
+    judge = entries[0][1]
+    calls = _calls(judge)
+    astray = []
+    for _, entry in every:
+        where, label = _calls(entry), entry_label(entry)
+        if not where.endswith(install.VALIDATE_PATH):
+            astray.append(
+                f"{label} calls {where}: the webhook answers {install.VALIDATE_PATH} only"
+            )
+        elif where != calls:
+            astray.append(f"{label} calls {where}, not {calls} as {judge.get('name')} does")
+    if astray:
+        return fail(
+            REGISTRATION,
+            f"{name}: {'; '.join(astray)}",
+            "reapply your install, which points every entry at the Service, port "
+            f"{install.SERVICE_PORT} and path {install.VALIDATE_PATH}",
+        )
     described = "; ".join(f"{e.get('name')} -> {client_endpoint(e)[1]}" for _, e in entries)
-    return ok(REGISTRATION, f"{name}: {described}")
+    others = len(every) - len(entries)
+    also = f"; and {counted(others, 'other webhook')}, the same way" if others else ""
+    return ok(REGISTRATION, f"{name}: {described}{also}")
+
+
+def _calls(entry: dict[str, Any]) -> str:
+    """Where kube-apiserver sends the entry's reviews: Service and port, then path; or the url."""
+    service = client_config(entry, "service")
+    if isinstance(service, dict):
+        path = service.get("path") or "/"
+        return f"{client_endpoint(entry)[1]}{path}"
+    return client_endpoint(entry)[1]
 
 
 def _combined(check: str, configuration: str, entries: list[Entry], verdict: Judge) -> CheckResult:
-    labelled = []
+    found = []
     for index, entry in entries:
         level, detail, fix = verdict(entry)
         fix = fix.replace("<NAME>", configuration).replace("<INDEX>", str(index))
-        labelled.append((str(entry.get("name")), CheckResult(check, level, detail, fix)))
+        found.append((entry, CheckResult(check, level, detail, fix)))
+    return combine_entries(check, found)
+
+
+def combine_entries(check: str, found: list[tuple[dict[str, Any], CheckResult]]) -> CheckResult:
+    """One result for every entry: once when all agree, else each by name, a failing one with
+    its failurePolicy (does it refuse the request, or let it through unjudged?)."""
+    if len(found) > 1 and len({(r.level, r.detail) for _, r in found}) == 1:
+        first = found[0][1]
+        return CheckResult(check, first.level, f"{first.detail} (all {len(found)} entries)")
+    labelled = [
+        (str(entry.get("name")) if result.level is Level.OK else entry_label(entry), result)
+        for entry, result in found
+    ]
     return combine(check, labelled)
 
 
@@ -147,7 +217,7 @@ def _patch(field: str, value: str) -> str:
 
 
 def _failure_policy(entry: dict[str, Any]) -> Verdict:
-    policy = entry.get("failurePolicy") or "Fail"
+    policy = failure_policy(entry)
     if policy == "Fail":
         return Level.OK, "Fail", ""
     return (

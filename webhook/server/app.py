@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from webhook import replies
+from webhook import install, replies
 from webhook.server.admission_endpoint import AdmissionEndpoint
 from webhook.server.certificate import ServingCertificate
 from webhook.server.config import ServerConfig
@@ -57,7 +57,7 @@ def build_app(config: ServerConfig) -> web.Application:
     endpoint = AdmissionEndpoint(
         metrics, lambda: lifecycle.shutting_down, config.max_body_bytes, config.body_timeout
     )
-    app.router.add_route("*", "/validate", measured(metrics, endpoint.handle))
+    app.router.add_route("*", install.VALIDATE_PATH, measured(metrics, endpoint.handle))
     _add_probe_routes(app)
     return app
 

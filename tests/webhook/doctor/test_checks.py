@@ -12,12 +12,14 @@ import datetime as dt
 from typing import Any
 
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.support.doctor_checks import EVERY_CHECK
+from tests.support.manifest_render import MANIFESTS
 from webhook.certs.issue import Authority, Bundle, issue_authority, issue_bundle, issue_serving
 from webhook.certs.own import load_certificates
 from webhook.doctor import certificates, registration
@@ -400,7 +402,8 @@ def test_two_admission_entries_are_each_named_and_the_worst_wins() -> None:
     assert result.level is Level.WARN
     assert result.detail == (
         "validate.feedbackstores.agents.ctxmesh.ai: 5 s; "
-        "second.example: 30 s: while the webhook hangs, every FeedbackStore write waits that long"
+        "second.example (failurePolicy Fail): 30 s: while the webhook hangs, every FeedbackStore "
+        "write waits that long"
     )
     assert "/webhooks/1/timeoutSeconds" in result.fix
 
@@ -430,6 +433,125 @@ def test_two_admission_entries_are_each_named_and_the_worst_wins() -> None:
 )
 def test_the_host_kube_apiserver_dials(client: dict[str, Any], host: str, how: str) -> None:
     assert registration.client_endpoint({"clientConfig": client}) == (host, how)
+
+
+# -- every entry of the shipped configuration -------------------------------------------
+
+SHIPPED = yaml.safe_load(
+    (MANIFESTS / "webhook" / "validatingwebhookconfiguration.yaml").read_text("utf-8")
+)
+
+
+def shipped(ca_pem: bytes | None, *, only: int | None = None) -> dict[str, Any]:
+    """The shipped configuration, `ca_pem` in every entry's caBundle (or in entry `only`)."""
+    found = copy.deepcopy(SHIPPED)
+    for index, entry in enumerate(found["webhooks"]):
+        if ca_pem is not None and only in (None, index):
+            entry["clientConfig"]["caBundle"] = base64.b64encode(ca_pem).decode()
+    return dict(found)
+
+
+def snapshot_of(configuration: dict[str, Any], secret: Any) -> Snapshot:
+    return Snapshot(
+        crd=None, configuration=configuration, secret=secret, service=None,
+        endpoint_slices=None, lease=None, stores=None, probe=None,
+    )  # fmt: skip
+
+
+def test_every_entry_of_the_shipped_configuration_is_checked_and_agrees(
+    service_bundle: Bundle,
+) -> None:
+    snapshot = snapshot_of(shipped(service_bundle.ca_cert), secret_of(service_bundle))
+    found = by_name(run_checks(snapshot, TARGET, NOW))
+    assert found["ca-bundle"].detail == (
+        'caBundle CA "feedbackstore-webhook CA" verifies "feedbackstore-webhook" (all 3 entries)'
+    )
+    assert found["certificate-names"].level is Level.OK
+    assert found["webhook-configuration"].detail == (
+        "feedbackstore-webhook: validate.feedbackstores.agents.ctxmesh.ai -> Service "
+        "feedbackstore-system/feedbackstore-webhook:443; and 2 other webhooks, the same way"
+    )
+    assert found["failurePolicy"].detail == "Fail", "the two Ignore entries may fail open"
+    assert found["namespaceSelector"].detail == (
+        "leaves out kube-system and feedbackstore-system (all 3 entries)"
+    )
+
+
+def test_a_ca_bundle_in_the_first_entry_only_names_the_two_that_fail_open(
+    service_bundle: Bundle,
+) -> None:
+    """What the old hand patch of /webhooks/0 left: the delete warning and the inline form's
+    entries call with the system roots, fail, and let every request through."""
+    snapshot = snapshot_of(shipped(service_bundle.ca_cert, only=0), secret_of(service_bundle))
+    result = by_name(run_checks(snapshot, TARGET, NOW))["ca-bundle"]
+    assert result.level is Level.FAIL
+    judge, delete, inline = result.detail.split("; ")
+    assert judge.startswith("validate.feedbackstores.agents.ctxmesh.ai: caBundle CA ")
+    for part, name in (
+        (delete, "warn-delete.feedbackstores"),
+        (inline, "validate.agentdeployments"),
+    ):
+        assert part.startswith(
+            f"{name}.agents.ctxmesh.ai (failurePolicy Ignore, fails open): no caBundle"
+        ), part
+    assert "kubectl apply -k certs/ fills every entry's caBundle" in result.fix
+
+
+def test_a_ca_bundle_of_another_ca_in_one_entry_names_it(service_bundle: Bundle) -> None:
+    configuration_ = shipped(service_bundle.ca_cert)
+    other = issue_bundle(("x",), now=NOW).ca_cert
+    configuration_["webhooks"][2]["clientConfig"]["caBundle"] = base64.b64encode(other).decode()
+    snapshot = snapshot_of(configuration_, secret_of(service_bundle))
+    result = by_name(run_checks(snapshot, TARGET, NOW))["ca-bundle"]
+    assert result.level is Level.FAIL
+    assert (
+        "validate.agentdeployments.agents.ctxmesh.ai (failurePolicy Ignore, fails open): "
+        "caBundle" in result.detail
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (
+            {"path": "/validate-agents"},
+            "validate.agentdeployments.agents.ctxmesh.ai (failurePolicy Ignore, fails open) calls "
+            "Service feedbackstore-system/feedbackstore-webhook:443/validate-agents: the webhook "
+            "answers /validate only",
+        ),
+        (
+            {"port": 8443},
+            "validate.agentdeployments.agents.ctxmesh.ai (failurePolicy Ignore, fails open) calls "
+            "Service feedbackstore-system/feedbackstore-webhook:8443/validate, not Service "
+            "feedbackstore-system/feedbackstore-webhook:443/validate as "
+            "validate.feedbackstores.agents.ctxmesh.ai does",
+        ),
+        (
+            {"name": "old-webhook"},
+            "calls Service feedbackstore-system/old-webhook:443/validate, not",
+        ),
+    ],
+    ids=["another path", "another port", "another Service"],
+)
+def test_an_entry_calling_elsewhere_fails_naming_it(change: dict[str, Any], said: str) -> None:
+    configuration_ = shipped(None)
+    configuration_["webhooks"][2]["clientConfig"]["service"].update(change)
+    result = registration.check_registration(configuration_, TARGET, {})[0]
+    assert result.level is Level.FAIL
+    assert said in result.detail
+
+
+def test_the_selector_of_every_entry_is_checked() -> None:
+    configuration_ = shipped(None)
+    configuration_["webhooks"][1]["namespaceSelector"] = {}
+    result = by_name(registration.check_registration(configuration_, TARGET, {}))[
+        "namespaceSelector"
+    ]
+    assert result.level is Level.FAIL
+    assert (
+        "warn-delete.feedbackstores.agents.ctxmesh.ai (failurePolicy Ignore, fails open): "
+        "matches kube-system and feedbackstore-system" in result.detail
+    )
 
 
 # -- certificates ------------------------------------------------------------------------
@@ -494,8 +616,18 @@ def test_another_ca_everywhere_asks_for_a_reissue(service_bundle: Bundle) -> Non
     assert found.fix.startswith("reissue both from one run")
 
 
-def test_no_ca_bundle_warns_and_garbage_fails(service_bundle: Bundle) -> None:
-    assert serving_checks(secret_of(service_bundle), None)["ca-bundle"].level is Level.WARN
+def test_no_ca_bundle_fails_for_the_secret_s_own_ca_warns_otherwise_and_garbage_fails(
+    service_bundle: Bundle,
+) -> None:
+    """A CA of the Secret's own that signed the pair is no system root: kube-apiserver refuses.
+    Without one, the doctor cannot tell what the system roots hold."""
+    own_ca = serving_checks(secret_of(service_bundle), None)["ca-bundle"]
+    assert own_ca.level is Level.FAIL
+    assert "x509: certificate signed by unknown authority" in own_ca.detail
+    assert own_ca.fix.startswith("kubectl apply -k certs/ fills every entry's caBundle")
+    without_ca = secret_of(service_bundle)
+    del without_ca["data"]["ca.crt"]
+    assert serving_checks(without_ca, None)["ca-bundle"].level is Level.WARN
     garbage = serving_checks(secret_of(service_bundle), b"not a certificate")["ca-bundle"]
     assert (garbage.level, garbage.detail) == (Level.FAIL, "caBundle holds no PEM certificate")
 

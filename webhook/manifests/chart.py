@@ -279,6 +279,7 @@ def _template(
                                              "{{- end }}"])] = None  # fmt: skip
     elif kind == "Deployment":
         _deployment(document, markers, defaults, component)
+        _tls_secret_refs(document, markers)
     elif kind == "Job":
         pod = document["spec"]["template"]["spec"]
         pod["containers"] = [_image(c, markers, defaults) for c in pod["containers"]]
@@ -300,10 +301,30 @@ def _template(
     elif kind in ("ServiceMonitor", "PrometheusRule"):
         key = "serviceMonitor" if kind == "ServiceMonitor" else "prometheusRule"
         labels[markers.block(merged(f".Values.{key}.labels"))] = None
+        _tls_secret_refs(document, markers)
         if kind == "PrometheusRule":
             _runbooks(document, markers, defaults)
     _metadata(document["metadata"], markers, kind != "ValidatingWebhookConfiguration")
     return condition, _namespaced(document, markers)
+
+
+def _tls_secret_refs(node: Any, markers: _Markers) -> None:
+    """Where a pod mounts or a ServiceMonitor reads the serving Secret: the one named by
+    tls.existingSecret on that path, the install's own on the others (which write it)."""
+    if isinstance(node, list):
+        for item in node:
+            _tls_secret_refs(item, markers)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        if (key == "secretName" or (key == "name" and "key" in node)) and value == install.SECRET:
+            node[key] = markers.expression(
+                f'{{{{ ternary .Values.tls.existingSecret "{install.SECRET}" '
+                '(eq .Values.tls.source "existingSecret") }}'
+            )
+        else:
+            _tls_secret_refs(value, markers)
 
 
 def _runbooks(document: dict[str, Any], markers: _Markers, defaults: dict[str, Any]) -> None:
@@ -490,7 +511,13 @@ CHART_ONLY: Final[dict[str, Any]] = {
     "commonAnnotations": {},
     "crds": {"install": False, "keep": True},
     "admission": {"mode": ADMISSION_MODES[0]},
-    "tls": {"source": "existingSecret", "caBundle": "", "certificate": "", "key": ""},
+    "tls": {
+        "source": "existingSecret",
+        "existingSecret": install.SECRET,
+        "caBundle": "",
+        "certificate": "",
+        "key": "",
+    },
     "serviceMonitor": {"enabled": False, "labels": {}},
     "prometheusRule": {"enabled": False, "labels": {}},
     "test": {"probeNamespace": "default"},
@@ -511,8 +538,9 @@ policy (ValidatingAdmissionPolicies of manifests/policy, judged inside kube-apis
 no webhook, no certificates; Kubernetes 1.30+), or both (to switch without a gap).""",
     "tls": """\
 Where the webhook's serving certificate comes from (docs/install.md):
-  existingSecret: you create the Secret feedbackstore-webhook-tls in the release's
-    namespace (path 3) and give your CA here as caBundle (PEM), or patch it in later;
+  existingSecret: a kubernetes.io/tls Secret you made in the release's namespace, named
+    by existingSecret (with ca.crt for the ServiceMonitor), and your CA here as caBundle
+    (PEM): every entry of the webhook configuration gets it;
   values: the chart writes that Secret from certificate, key and caBundle (PEM), e.g.
     the files of `feedbackstore-webhook certs --namespace NS` (path 1): --set-file
     tls.certificate=certs/tls.crt,tls.key=certs/tls.key,tls.caBundle=certs/ca.crt

@@ -366,6 +366,39 @@ def test_tls_values_write_the_secret_and_every_entry_s_ca_bundle(
     assert [e["clientConfig"]["caBundle"] for e in entries] == [bundle] * len(entries)
 
 
+def test_an_existing_secret_of_your_own_is_mounted_and_checked_and_your_ca_fills_every_entry(
+    pki: pathlib.Path,
+) -> None:
+    """tls.source existingSecret with tls.existingSecret: the pods mount that Secret, the
+    ServiceMonitor verifies with its ca.crt, `helm test`'s doctor reads it (and may read only
+    it), and tls.caBundle goes into every entry of the webhook configuration."""
+    docs = template(
+        "--set", "tls.existingSecret=platform-webhook-tls", "--set", "serviceMonitor.enabled=true",
+        "--set-file", f"tls.caBundle={pki / 'ca.crt'}",
+    )  # fmt: skip
+    volumes = find(docs, *WEBHOOK)["spec"]["template"]["spec"]["volumes"]
+    tls = next(volume for volume in volumes if volume["name"] == "tls")
+    assert tls["secret"]["secretName"] == "platform-webhook-tls"
+    monitor = find(docs, "ServiceMonitor", "feedbackstore-webhook")
+    assert monitor["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["name"] == (
+        "platform-webhook-tls"
+    )
+    assert not [d for d in docs if d["kind"] == "Secret"], "the chart writes no Secret of its own"
+    bundle = base64.b64encode((pki / "ca.crt").read_bytes()).decode()
+    entries = find(docs, *VWC)["webhooks"]
+    assert [e["clientConfig"]["caBundle"] for e in entries] == [bundle] * 3
+    test = template(
+        "--set", "tls.existingSecret=platform-webhook-tls",
+        "--show-only", "templates/tests/doctor.yaml",
+    )  # fmt: skip
+    args = find(test, "Pod", "feedbackstore-webhook-test")["spec"]["containers"][0]["args"]
+    assert args[-2:] == ["--secret", "platform-webhook-tls"]
+    (role,) = [
+        d for d in test if d["kind"] == "Role" and d["metadata"]["namespace"] == NAMESPACE
+    ]  # the release's; the other is in the probe namespace
+    assert role["rules"][0]["resourceNames"] == ["platform-webhook-tls"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -373,6 +406,11 @@ def test_tls_values_write_the_secret_and_every_entry_s_ca_bundle(
             ["--set", "tls.source=values"],
             "tls.source values needs tls.certificate, tls.key and tls.caBundle",
             id="tls from values without the files says which to give",
+        ),
+        pytest.param(
+            ["--set", "tls.existingSecret="],
+            "tls.source existingSecret needs tls.existingSecret",
+            id="an existing Secret without its name asks for it",
         ),
         pytest.param(
             ["--set", "tls.source=vault"],
@@ -426,6 +464,8 @@ def test_helm_test_runs_the_doctor_against_the_release() -> None:
         "default",
         "--store-namespace",
         "default",
+        "--secret",
+        "feedbackstore-webhook-tls",
     ]
     for doc in rendered:
         policy = doc["metadata"]["annotations"]["helm.sh/hook-delete-policy"]

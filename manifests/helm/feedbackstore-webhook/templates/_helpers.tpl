@@ -38,6 +38,9 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- if not (has .Values.tls.source (list "existingSecret" "values" "certManager")) }}
 {{- fail (printf "tls.source %q: use existingSecret, values or certManager" .Values.tls.source) }}
 {{- end }}
+{{- if and (eq .Values.tls.source "existingSecret") (not .Values.tls.existingSecret) }}
+{{- fail "tls.source existingSecret needs tls.existingSecret, the name of your kubernetes.io/tls Secret in the release's namespace" }}
+{{- end }}
 {{- if and (eq .Values.tls.source "values") (not (and .Values.tls.certificate .Values.tls.key .Values.tls.caBundle)) }}
 {{- fail "tls.source values needs tls.certificate, tls.key and tls.caBundle (PEM): --set-file tls.certificate=certs/tls.crt,tls.key=certs/tls.key,tls.caBundle=certs/ca.crt" }}
 {{- end }}

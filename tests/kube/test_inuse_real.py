@@ -10,6 +10,7 @@ our finalizer, and the namespace go once the writer has released it.
 
 from __future__ import annotations
 
+import json
 import pathlib
 import tempfile
 import uuid
@@ -36,6 +37,7 @@ from tests.kube.cluster import (
 from tests.kube.controlplane import CONTROLLER_MANAGER_USER, ControlPlane
 from tests.kube.inuse_support import AGENT_PLURAL, FINALIZER, Agents, agent_crd_installed
 from tests.kube.status_writer_support import VALID, Audit, Stores, WriterProcess
+from webhook.status.usage import finalizer_removal_patch
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
@@ -324,3 +326,74 @@ def test_namespace_deletion_completes_across_a_writer_restart(
     start_writer(control_plane, tmp_path, namespace, started, leases)
     eventually(lambda: gone(stores, "store"), timeout=10, what="store released and gone")
     eventually(namespace_gone, timeout=30, what="namespace deleted")
+
+
+def test_a_finalizer_a_kubectl_apply_lists_too_is_released_on_the_servers_word(
+    control_plane: ControlPlane,
+    namespace: str,
+    tmp_path: pathlib.Path,
+    started: list[WriterProcess],
+) -> None:
+    """A manifest applied with our finalizer in it (exported from a live store, say) co-owns the
+    entry: the writer's server-side apply then only drops its own ownership, and the finalizer
+    stays. The writer reads that in the apply's answer and takes it off by a JSON patch whose
+    `test` ops hold it to the object it read; the real server refuses such a patch (422) once
+    the finalizers changed."""
+    stores, agents = Stores(control_plane, namespace), Agents(control_plane, namespace)
+    stores.create("shared-feedback", VALID)
+    writer = start_writer(control_plane, tmp_path, namespace, started)
+    agents.create("support-agent", "shared-feedback")
+    eventually(
+        lambda: FINALIZER in finalizers(stores, "shared-feedback"),
+        timeout=10,
+        what="our finalizer added",
+    )
+    manifest = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "FeedbackStore",
+        "metadata": {"name": "shared-feedback", "namespace": namespace, "finalizers": [FINALIZER]},
+    }
+    control_plane.kubectl(
+        "apply", "--server-side", "-f", "-", stdin=json.dumps(manifest), check=True
+    )
+    owners = [
+        m["manager"]
+        for m in stores.get("shared-feedback")["metadata"]["managedFields"]
+        if "f:finalizers" in m["fieldsV1"].get("f:metadata", {})
+    ]
+    assert sorted(owners) == ["feedbackstore-status-writer", "kubectl"]
+
+    # The guard, as the real server judges it: a patch built before the finalizers changed.
+    stale = finalizer_removal_patch(stores.get("shared-feedback"))
+    assert stale is not None
+    stores.merge("shared-feedback", {"metadata": {"finalizers": [FINALIZER, "example.com/keep"]}})
+    with pytest.raises(k8s.ApiException) as refused:
+        stores.api.patch_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, "shared-feedback", stale,
+            _content_type="application/json-patch+json",
+        )  # fmt: skip
+    assert refused.value.status == 422
+    assert finalizers(stores, "shared-feedback") == [FINALIZER, "example.com/keep"]
+    stores.merge("shared-feedback", {"metadata": {"finalizers": [FINALIZER]}})
+
+    control_plane.kubectl("delete", "fs", "shared-feedback", "-n", namespace, "--wait=false")
+    agents.delete("support-agent")
+    eventually(lambda: gone(stores, "shared-feedback"), timeout=15, what="store released")
+    released = [
+        e for e in events(control_plane, namespace, "shared-feedback") if e[1] == "DeletionReleased"
+    ]
+    assert len(released) == 1
+    assert len(writer.messages("finalizer removed")) == 1
+    (shared,) = writer.messages(
+        "finalizer also listed by another field manager; removing it by a guarded JSON patch"
+    )
+    assert shared["name"] == "shared-feedback"
+    audit = Audit(control_plane)
+    audit.flush(namespace)
+    patches = [
+        e.uri
+        for e in audit.events(namespace)
+        if (e.user, e.resource, e.subresource, e.verb) == (writer.user, PLURAL, "", "patch")
+    ]
+    # Held (apply), let go by apply (which left it), then by the guarded patch (no force).
+    assert ["force=true" in uri for uri in patches] == [True, True, False]

@@ -59,8 +59,9 @@ def fs(name: str, spec: object, **metadata: Any) -> dict[str, Any]:
 
 # The writer's Lease in tests, in-process, as a process and on the real server: short enough for
 # a test, long enough for a loaded 2-core machine to renew in time (a renewal may run a second
-# and a half late without the leader losing the Lease between two writes a test counts).
-LEASE_DURATION = 3
+# and a half late without the leader losing the Lease between two writes a test counts), and to
+# write within half the gap between the two (ElectionSettings.write_timeout: 1.5 s).
+LEASE_DURATION = 5
 RENEW_DEADLINE = 2.0
 RETRY_PERIOD = 0.25
 

@@ -166,19 +166,25 @@ class LeaseApi:
     """Read, create and replace one `coordination.k8s.io/v1` Lease as a plain dict."""
 
     def __init__(
-        self, api_client: ApiClient, namespace: str, name: str, field_manager: str | None = None
+        self,
+        api_client: ApiClient,
+        namespace: str,
+        name: str,
+        field_manager: str | None = None,
+        timeout: float | tuple[float, float] = REQUEST_TIMEOUT,
     ) -> None:
         self._api = CustomObjectsApi(api_client)
         self.namespace = namespace
         self.name = name
         self._where = (LEASE_GROUP, LEASE_VERSION, namespace, LEASES)
-        self._options = dict(_RAW)
+        self._read: dict[str, Any] = {**_RAW, "_request_timeout": timeout}
+        self._options = dict(self._read)
         if field_manager is not None:
             self._options["field_manager"] = field_manager
 
     def get(self) -> dict[str, Any] | None:
         try:
-            response = self._api.get_namespaced_custom_object(*self._where, self.name, **_RAW)
+            response = self._api.get_namespaced_custom_object(*self._where, self.name, **self._read)
         except ApiException as error:
             if error.status == http.HTTPStatus.NOT_FOUND:
                 return None

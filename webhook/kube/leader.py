@@ -133,6 +133,7 @@ class LeaderElector:
         self._on_started = on_started_leading
         self._clock = clock
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # leading or not: the elector's thread and `resign`
         self._observed: LeaseRecord | None = None
         self._observed_at = 0.0
         self._leading = False
@@ -140,16 +141,19 @@ class LeaderElector:
         self.identity = settings.identity
 
     def is_leader(self) -> bool:
-        """Only while a renewal is recent enough that nobody else can hold the Lease."""
-        return self._leading and self._clock() - self._renewed_at < self._settings.renew_deadline
+        """Only while a renewal is recent enough that nobody else can hold the Lease, and not
+        once we resigned."""
+        return (
+            self._leading
+            and not self._stop.is_set()
+            and self._clock() - self._renewed_at < self._settings.renew_deadline
+        )
 
     def run(self) -> None:
+        """Acquire and renew until `resign`; the Lease is kept until `release`."""
         while not self._stop.is_set():
             self.step()
             self._stop.wait(self._settings.retry_period)
-        if self._leading:
-            self._step_down("shutting down")
-            self.release()
 
     def step(self) -> None:
         # From before the request: the server may record the renewal as late as the answer.
@@ -164,8 +168,13 @@ class LeaderElector:
             )
         self._settle(held, attempted)
 
-    def stop(self) -> None:
-        self._stop.set()
+    def resign(self) -> None:
+        """Stop leading now and renew no more; `release` gives the Lease up once what was written
+        under it has ended (client-go's ReleaseOnCancel leaves that to its caller too)."""
+        with self._lock:
+            self._stop.set()
+            if self._leading:
+                self._step_down("shutting down")
 
     def release(self) -> None:
         """Give the Lease up if we still hold it (empty holder, 1 s), so a standby takes over."""
@@ -187,18 +196,25 @@ class LeaderElector:
         leading restarts with `on_started_leading`'s resync. A renewal older than the deadline is
         not led on.
         """
+        with self._lock:
+            started = self._settle_locked(held, attempted)
+        if started:
+            self._on_started()
+
+    def _settle_locked(self, held: bool, attempted: float) -> bool:
         now = self._clock()
         deadline = self._settings.renew_deadline
         if self._leading and now - self._renewed_at >= deadline:
             self._step_down("renewal deadline passed")
-        if held and now - attempted < deadline:
+        if held and now - attempted < deadline and not self._stop.is_set():
             self._renewed_at = attempted
             if not self._leading:
                 self._leading = True
                 self._metrics.leader.set(1)
                 self._metrics.lease_transitions.labels("leader").inc()
                 log.info("started leading", extra={"fields": {"identity": self.identity}})
-                self._on_started()
+                return True
+        return False
 
     def _step_down(self, why: str) -> None:
         self._leading = False

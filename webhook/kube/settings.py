@@ -29,6 +29,15 @@ class ElectionSettings:
         if not 0 < self.renew_deadline < self.lease_duration:
             raise ValueError("renew deadline must be positive and shorter than the lease")
 
+    @property
+    def write_timeout(self) -> float:
+        """How long a write may take, connect to answer (`fencing.Fence`). It is checked to lead
+        as it leaves, at most `renew_deadline` after the renewal the Lease stands on, and a standby
+        may take the Lease `lease_duration` after that renewal: a write that gives up within half
+        the gap ends before then, the other half left for the server, which may still apply a
+        write its client gave up on."""
+        return (self.lease_duration - self.renew_deadline) / 2
+
 
 @dataclass(slots=True)
 class InformerSettings:

@@ -93,19 +93,20 @@ class WorkQueue(Generic[K]):
             self._failures.pop(key, None)
 
     def get(self, timeout: float | None = None) -> K | None:
-        """The next key to process, or None on shutdown or when `timeout` passes."""
+        """The next key to process, or None once shut down or when `timeout` passes."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while True:
+            while not self._shut:
                 self._promote_due_locked()
                 if self._queue:
                     key = self._queue.popleft()
                     self._processing.add(key)
                     self._dirty.discard(key)
                     return key
-                if self._shut or (deadline is not None and time.monotonic() >= deadline):
+                if deadline is not None and time.monotonic() >= deadline:
                     return None
                 self._cond.wait(self._wait_locked(deadline))
+            return None
 
     def done(self, key: K) -> None:
         with self._cond:
@@ -115,6 +116,8 @@ class WorkQueue(Generic[K]):
                 self._cond.notify()
 
     def shutdown(self) -> None:
+        """Hand out no key any more, even those queued (unlike client-go's, which drains): the
+        owner is stopping, and whoever takes over queues every object again."""
         with self._cond:
             self._shut = True
             self._cond.notify_all()

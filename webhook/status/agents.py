@@ -8,9 +8,10 @@ it: a view not yet synced cannot tell that no agent uses a store).
 
 from __future__ import annotations
 
+import http
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from kubernetes.client import ApiClient
 
@@ -22,9 +23,11 @@ from webhook.kube.workqueue import WorkQueue
 from webhook.observability.logs import logger
 from webhook.rules import inuse
 from webhook.status.inline import InlineDeclarations
-from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference
+from webhook.status.usage import NOT_SERVED, ReferenceIndex, View, store_reference, users_among
 
 log = logger("status.agents")
+
+_AGENTS: Final = (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL)
 
 
 class AgentView:
@@ -41,9 +44,8 @@ class AgentView:
         metrics: InformerMetrics,
         inline: InlineDeclarations | None = None,
     ) -> None:
-        self._api = CollectionApi(
-            api_client, (inuse.AGENT_GROUP, inuse.AGENT_VERSION, inuse.AGENT_PLURAL), namespace
-        )
+        self._api_client = api_client
+        self._api = CollectionApi(api_client, _AGENTS, namespace)
         self._lock = threading.Lock()
         self._index = ReferenceIndex()
         self._store_queue = store_queue
@@ -73,6 +75,17 @@ class AgentView:
             with self._lock:
                 return self._index.holders(store)
         return NOT_SERVED if self._not_served else None
+
+    def users_on_server(self, store: Key) -> tuple[str, ...]:
+        """The agents naming `store` by an uncached list of its namespace: what pvc-protection asks
+        before it lets a claim go, as the watch can lag behind the server. 404: none is served."""
+        try:
+            listed = CollectionApi(self._api_client, _AGENTS, store[0]).list()
+        except Exception as error:
+            if status_code(error) == http.HTTPStatus.NOT_FOUND:
+                return ()
+            raise
+        return users_among(listed.items, store)
 
     def run(self) -> None:
         while not self._stop.is_set():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from webhook import __version__
 from webhook.install import FIELD_MANAGER
 from webhook.kube.cache import Key, ObjectCache
 from webhook.kube.client import LeaseApi
+from webhook.kube.fencing import Fence
 from webhook.kube.informer import Informer
 from webhook.kube.leader import LeaderElector
 from webhook.kube.managed_fields import keep_condition_ownership
@@ -42,7 +44,6 @@ class StatusController:
         self.metrics = metrics or WriterMetrics()
         # Non-apply writes (Lease, Event) are attributed to the user agent's first word.
         api_client.user_agent = f"{FIELD_MANAGER}/{__version__}"
-        throttle(api_client, _bucket(settings))
         # Election on a client (pool, token bucket) of its own, as kube-controller-manager's: a
         # renewal never queues behind throttled status writes and loses the Lease for it.
         self._lease_client = throttle(ApiClient(api_client.configuration), _bucket(settings))
@@ -52,12 +53,20 @@ class StatusController:
             functools.partial(keep_condition_ownership, condition_type=api.CONDITION_TYPE)
         )
         self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
+        election = settings.election()
+        # A renewal slower than the renew deadline could not be led on anyway.
         lease = LeaseApi(
-            self._lease_client, settings.lease_namespace, settings.lease_name, FIELD_MANAGER
+            self._lease_client,
+            settings.lease_namespace,
+            settings.lease_name,
+            FIELD_MANAGER,
+            timeout=election.renew_deadline,
         )
-        self.elector = LeaderElector(
-            lease, settings.election(), self.metrics, on_started_leading=self.resync
-        )
+        self.elector = LeaderElector(lease, election, self.metrics, on_started_leading=self.resync)
+        # Every write checked to lead as it leaves: the fence goes on before the throttle, so the
+        # check follows the wait for a token.
+        self.fence = Fence(self.elector.is_leader, election.write_timeout)
+        throttle(self.fence.install(api_client), _bucket(settings))
         stores = FeedbackStoreApi(api_client, settings.namespace)
         events = EventRecorder(api_client, settings.identity, self.metrics)
         self.inline = InlineDeclarations(events, self.metrics, self.elector.is_leader)
@@ -72,7 +81,13 @@ class StatusController:
             inline=self.inline,
         )
         self.writer = StatusWriter(
-            stores, self.cache, self.metrics, events, self.elector.is_leader, self.agents.view
+            stores,
+            self.cache,
+            self.metrics,
+            events,
+            self.elector.is_leader,
+            self.agents.view,
+            self.agents.users_on_server,
         )
         self.informer = Informer(
             stores, self._store, self._forget, self.metrics, settings.informer()
@@ -94,19 +109,28 @@ class StatusController:
         fields = {"identity": settings.identity, "namespace": settings.namespace or "(all)"}
         log.info("status writer started", extra={"fields": {**fields, "lease": lease}})
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop writing first, then give the Lease up, so a standby can take over at once."""
+    def stop(self) -> None:
+        """Hand over at once: no key is handed out any more and no write leaves (resigned); the
+        writes in flight end, all within one write timeout; then the Lease is released, so a
+        standby takes over at its next retry rather than after the Lease runs out."""
+        deadline = time.monotonic() + self.fence.timeout
         self._stop.set()
-        self.informer.stop()
-        self.agents.stop()
         self.queue.shutdown()
         self.inline.queue.shutdown()
+        self.elector.resign()
+        self.informer.stop()
+        self.agents.stop()
+        drained = self.fence.wait_idle(deadline)
+        if self._elector_thread is not None:  # a renewal in flight must not land after release
+            self._elector_thread.join(max(deadline - time.monotonic(), 0.0))
+        if not drained:
+            log.warning(
+                "writes still in flight past the write timeout; releasing the Lease regardless",
+                extra={"fields": {"writes": self.fence.in_flight()}},
+            )
+        self.elector.release()
         for thread in self._threads:
-            if thread is not self._elector_thread:
-                thread.join(timeout)
-        self.elector.stop()
-        if self._elector_thread is not None:
-            self._elector_thread.join(timeout)
+            thread.join(max(deadline - time.monotonic(), 0.0))
         self._lease_client.close()  # type: ignore[no-untyped-call]
         log.info("status writer stopped", extra={"fields": {"identity": self.settings.identity}})
 

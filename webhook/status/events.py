@@ -18,6 +18,7 @@ from kubernetes.client import ApiClient, CoreV1Api, CoreV1Event
 
 from webhook.install import FIELD_MANAGER
 from webhook.kube.client import REQUEST_TIMEOUT, error_text, read_json
+from webhook.kube.fencing import NotLeadingError
 from webhook.kube.objects import CONDITION_FALSE, CONDITION_TRUE
 from webhook.kube.ratelimit import TokenBucket
 from webhook.observability.logs import logger
@@ -164,6 +165,10 @@ class EventRecorder:
                     _request_timeout=REQUEST_TIMEOUT,
                 )
             )
+        except NotLeadingError:  # withheld at the fence: the new leader tells it if still true
+            self._metrics.writes_fenced.inc()
+            self._metrics.events.labels(change.reason, "fenced").inc()
+            return
         except Exception as error:  # best effort (a namespace being deleted refuses Events)
             self._metrics.events.labels(change.reason, "error").inc()
             where = {"namespace": metadata["namespace"], "name": metadata["name"]}

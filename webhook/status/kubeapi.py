@@ -1,5 +1,6 @@
 """What only the status writer writes to FeedbackStores, as its own field manager: server-side
-apply of `status` and of our finalizer (listing and watching are the plumbing's).
+apply of `status` and of our finalizer, and a guarded JSON patch taking the finalizer off when
+another manager also lists it (listing and watching are the plumbing's).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from webhook.kube.client import REQUEST_TIMEOUT, CollectionApi, read_object
 from webhook.rules import api
 
 APPLY_PATCH: Final = "application/apply-patch+yaml"
+JSON_PATCH: Final = "application/json-patch+json"
 
 
 class FeedbackStoreApi(CollectionApi):
@@ -33,6 +35,25 @@ class FeedbackStoreApi(CollectionApi):
     ) -> dict[str, Any]:
         """Our finalizer, or none to give it up: a set-type list, so we own our entry alone."""
         return self._apply(self._api.patch_namespaced_custom_object, namespace, name, body, force)
+
+    def patch_guarded(
+        self, namespace: str, name: str, operations: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """A JSON patch of the main resource; its `test` ops make the server refuse it (422)
+        unless the object is as they say."""
+        response = self._api.patch_namespaced_custom_object(
+            api.GROUP,
+            api.VERSION,
+            namespace,
+            api.PLURAL,
+            name,
+            operations,
+            field_manager=FIELD_MANAGER,
+            _content_type=JSON_PATCH,
+            _preload_content=False,
+            _request_timeout=REQUEST_TIMEOUT,
+        )
+        return read_object(response)
 
     @staticmethod
     def _apply(

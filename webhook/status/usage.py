@@ -7,6 +7,7 @@ added once deletion began: kube-apiserver forbids it) and removed as soon as non
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -136,6 +137,36 @@ def _finalizer(store: dict[str, Any], holders: tuple[str, ...]) -> Finalizer | N
     if not in_use and held:
         return Finalizer.REMOVE
     return None
+
+
+def users_among(agents: Iterable[object], store: Key) -> tuple[str, ...]:
+    """The sorted names of the listed agents that name `store`, as `View` holds them."""
+    return tuple(
+        sorted(
+            str(metadata_of(agent).get("name"))
+            for agent in agents
+            if store_reference(agent) == store
+        )
+    )
+
+
+def finalizer_removal_patch(store: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A JSON patch taking our finalizer off `store` as it was read, and nothing else: the
+    `test` ops make it fail (422) if the object was recreated or its finalizers changed since,
+    as an index is only ours under the list it was read from. None when ours is not there.
+
+    For when server-side apply cannot: it drops only our ownership of the entry, so one another
+    manager also lists (a `kubectl apply` of a manifest naming it) stays.
+    """
+    metadata = metadata_of(store)
+    finalizers = metadata.get("finalizers")
+    if not isinstance(finalizers, list) or inuse.FINALIZER not in finalizers:
+        return None
+    guard = [{"op": "test", "path": "/metadata/finalizers", "value": finalizers}]
+    if isinstance(metadata.get("uid"), str):
+        guard.insert(0, {"op": "test", "path": "/metadata/uid", "value": metadata["uid"]})
+    remove = {"op": "remove", "path": f"/metadata/finalizers/{finalizers.index(inuse.FINALIZER)}"}
+    return [*guard, remove]
 
 
 def finalizer_configuration(store: dict[str, Any], hold: bool) -> dict[str, Any]:

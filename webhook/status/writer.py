@@ -17,7 +17,8 @@ from typing import Any
 
 from webhook.kube.cache import Key, ObjectCache, resource_version
 from webhook.kube.client import error_text, retry_after, status_code
-from webhook.kube.objects import deletion_in_progress
+from webhook.kube.fencing import NotLeadingError
+from webhook.kube.objects import deletion_in_progress, has_finalizer
 from webhook.kube.timestamps import utc_now
 from webhook.kube.workqueue import WorkQueue
 from webhook.observability.logs import logger
@@ -30,6 +31,7 @@ from webhook.status.usage import (
     UsagePlan,
     View,
     finalizer_configuration,
+    finalizer_removal_patch,
     plan_usage,
 )
 from webhook.status.validated import StatusPlan, apply_configuration, plan_status
@@ -55,6 +57,7 @@ class StatusWriter:
         recorder: EventRecorder,
         is_leader: Callable[[], bool],
         agents: Callable[[Key], View],
+        users_on_server: Callable[[Key], tuple[str, ...]],
     ) -> None:
         self._api = api
         self._cache = cache
@@ -62,6 +65,7 @@ class StatusWriter:
         self._recorder = recorder
         self._is_leader = is_leader
         self._agents = agents
+        self._users_on_server = users_on_server
         self._lock = threading.Lock()
         self._invalid: set[Key] = set()
         self._yielded: dict[Key, tuple[str, ...]] = {}  # to which managers, each logged once
@@ -100,6 +104,11 @@ class StatusWriter:
         self._track_validity(key, plan.verdict.valid)
         self._track_yield(key, plan.yielded_to)
         usage = plan_usage(obj, self._agents(key), now)
+        if usage.finalizer is Finalizer.REMOVE:
+            try:
+                usage = self._confirmed(key, obj, usage, now)
+            except Exception as error:
+                return self._unconfirmed(key, error)
         if usage.finalizer is Finalizer.ADD:
             # Hold the store before saying it is in use: an InUse=True anyone reads (a user about
             # to delete, the webhook's warning, a GitOps tool) is then a promise that deleting
@@ -155,10 +164,35 @@ class StatusWriter:
                 obj, Transition(NORMAL, inuse.REASON_DEFERRED), in_use["message"], now
             )
 
+    def _confirmed(
+        self, key: Key, obj: dict[str, Any], usage: UsagePlan, now: datetime
+    ) -> UsagePlan:
+        """The plan again on the server's word before the finalizer goes: the agents watch can
+        lag, and a store let go while an agent still names it is deleted under it."""
+        users = self._users_on_server(key)
+        if not users:
+            return usage
+        fields = {**_where(key), "agents": list(users)}
+        log.info(
+            "an agent still names the store by the server's list; finalizer kept",
+            extra={"fields": fields},
+        )
+        return plan_usage(obj, users, now)
+
+    def _unconfirmed(self, key: Key, error: Exception) -> Outcome:
+        fields = {**_where(key), "status": status_code(error), "error": error_text(error)}
+        log.warning(
+            "cannot list AgentDeployments to confirm the store is unused; finalizer kept, "
+            "retrying after backoff",
+            extra={"fields": fields},
+        )
+        return Outcome("retry", retry_after(error))
+
     def _finalize(
         self, key: Key, obj: dict[str, Any], usage: UsagePlan, now: datetime, done: Outcome
     ) -> Outcome:
-        """Add or remove our finalizer when the plan says so; else `done`."""
+        """Add or remove our finalizer when the plan says so; else `done`. Said done only once
+        the server's answer shows it."""
         if usage.finalizer is None:
             return done
         if (held := self._held()) is not None:
@@ -166,14 +200,37 @@ class StatusWriter:
         hold = usage.finalizer is Finalizer.ADD
         try:
             written = self._api.apply_finalizer(key[0], key[1], finalizer_configuration(obj, hold))
+            self._written(key, obj, written)
+            if not hold and has_finalizer(written, inuse.FINALIZER):
+                written = self._remove_shared(key, written)
         except Exception as error:
             return self._classify(key, error)
-        self._written(key, obj, written)
+        if has_finalizer(written, inuse.FINALIZER) != hold:
+            log.warning(
+                "finalizer not " + ("added" if hold else "removed") + "; retrying",
+                extra={"fields": _where(key)},
+            )
+            return Outcome("retry", 0.0)
         log.info("finalizer " + ("added" if hold else "removed"), extra={"fields": _where(key)})
-        if not hold and deletion_in_progress(obj):
+        if not hold and deletion_in_progress(written):
             release = Transition(NORMAL, inuse.REASON_RELEASED)
-            self._recorder.emit(obj, release, RELEASED_MESSAGE, now)
+            self._recorder.emit(written, release, RELEASED_MESSAGE, now)
         return Outcome("written")
+
+    def _remove_shared(self, key: Key, applied: dict[str, Any]) -> dict[str, Any]:
+        """Our apply gave up only our ownership: another manager lists the finalizer too. Taken
+        off by a JSON patch guarded by the object's state in the apply's answer."""
+        operations = finalizer_removal_patch(applied)
+        if operations is None:
+            return applied
+        self._metrics.finalizers_shared.inc()
+        log.info(
+            "finalizer also listed by another field manager; removing it by a guarded JSON patch",
+            extra={"fields": _where(key)},
+        )
+        written = self._api.patch_guarded(key[0], key[1], operations)
+        self._written(key, applied, written)
+        return written
 
     def _held(self) -> Outcome | None:
         """A retry while a 429's Retry-After stands: it holds every write, the status's and the
@@ -188,6 +245,10 @@ class StatusWriter:
             self._cache.put_if_unchanged(key, resource_version(obj), written)
 
     def _classify(self, key: Key, error: Exception) -> Outcome:
+        if isinstance(error, NotLeadingError):  # nothing sent; a new leadership resyncs every key
+            self._metrics.writes_fenced.inc()
+            log.info("write withheld: no longer leading", extra={"fields": _where(key)})
+            return Outcome("standby")
         code = status_code(error)
         if code == http.HTTPStatus.NOT_FOUND:
             self._metrics.writes.labels("not_found").inc()

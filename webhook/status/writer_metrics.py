@@ -104,8 +104,20 @@ class WriterMetrics(MetricsRegistry):
         self.writes = _counter_by(
             "feedbackstore_status_writes", "Status apply requests", "result", WRITE_RESULTS, r
         )
+        self.writes_fenced = Counter(
+            "feedbackstore_status_writes_fenced",
+            "Writes (status, finalizer, Event) withheld as they were due to leave: this replica "
+            "no longer led",
+            registry=r,
+        )
         self.conflicts = Counter(
             "feedbackstore_status_conflicts", "409 Conflict answers to status writes", registry=r
+        )
+        self.finalizers_shared = Counter(
+            "feedbackstore_status_finalizers_shared",
+            "Finalizers another field manager also listed, so that server-side apply left them; "
+            "each taken off by a guarded JSON patch",
+            registry=r,
         )
         events_help = "Kubernetes Events emitted, by reason and result"
         self.events = Counter(

@@ -151,3 +151,19 @@ def test_a_stale_optimistic_renewal_falls_back_to_reading_the_lease() -> None:
     assert api.calls == ["replace", "get", "replace"]  # 409, then the slow path
     assert candidate.is_leader()
     assert starts == [100.0]
+
+
+def test_a_resigned_leader_leads_no_more_even_if_a_renewal_in_flight_succeeds() -> None:
+    """Shutdown: `is_leader` turns False at once (the fence shuts), and a renewal that was in
+    flight and comes back afterwards does not make it lead again."""
+    clock, starts = Clock(), []
+    api = MemoryLease(clock)
+    candidate = elector(clock, api, starts)
+    candidate.step()
+    assert candidate.is_leader()
+    candidate.resign()
+    assert not candidate.is_leader()
+    candidate.step()  # the elector thread's renewal, already under way
+    assert not candidate.is_leader()
+    assert len(starts) == 1
+    assert transitions(candidate, "standby") == 1

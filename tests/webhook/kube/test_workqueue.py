@@ -97,3 +97,14 @@ def test_shutdown_wakes_a_waiting_worker() -> None:
     assert got == [None]
     queue.add("ignored after shutdown")
     assert queue.get(0.01) is None
+
+
+def test_shutdown_stops_handing_out_keys_still_queued() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    for key in ("a", "b", "c"):
+        queue.add(key)
+    assert queue.get(0.01) == "a"
+    queue.shutdown()
+    assert queue.get(0.01) is None
+    queue.done("a")
+    assert queue.get(0.01) is None

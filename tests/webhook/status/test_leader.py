@@ -48,8 +48,8 @@ def test_two_writers_one_lease_only_the_leader_writes_and_the_standby_takes_over
 ) -> None:
     for i in range(6):
         apiserver.create(NS, fs(f"s{i}", INVALID if i % 2 else VALID))
-    # A 5 s lease: without the release on stop, the standby would wait about 5 s.
-    slow_expiry = {"lease_duration": 5, "renew_deadline": 4.0}
+    # A 6 s lease: without the release on stop, the standby would wait about 6 s.
+    slow_expiry = {"lease_duration": 6, "renew_deadline": 4.0}
     with running_writer(apiserver, identity="first", **slow_expiry) as first:
         apiserver.eventually(first.is_leader)
         converged(apiserver)
@@ -79,7 +79,7 @@ def test_two_writers_one_lease_only_the_leader_writes_and_the_standby_takes_over
             spec = lease_spec(apiserver)
             assert spec["holderIdentity"] == "second"
             assert spec["leaseTransitions"] == 0  # taken from a released Lease, not from "first"
-    assert takeover < 2.5  # released: no need to wait out the 5 s lease
+    assert takeover < 2.5  # released: no need to wait out the 6 s lease
     assert writes_by(first) == 7
 
 
@@ -141,3 +141,53 @@ def test_the_elector_refuses_a_renew_deadline_not_shorter_than_the_lease(
     lease = LeaseApi(apiserver.api_client(), NS, LEASE)
     with pytest.raises(ValueError, match="renew deadline"):
         LeaderElector(lease, ElectionSettings("x", 2, 2.0, 0.2), WriterMetrics())
+
+
+def queued_behind_the_throttle(apiserver: ApiServerEmulator, count: int) -> None:
+    """Invalid stores, each a status write and an Event: at --qps 2 every worker waits its turn
+    for a token, its leadership checked long before the write can go."""
+    for i in range(count):
+        apiserver.create(NS, fs(f"s{i:02d}", INVALID))
+
+
+THROTTLED = {"qps": 2.0, "burst": 1, "workers": 4}
+
+
+def test_a_leader_whose_lease_lapses_sends_none_of_the_writes_waiting_for_a_token(
+    apiserver: ApiServerEmulator,
+) -> None:
+    queued_behind_the_throttle(apiserver, 40)
+    with running_writer(apiserver, **THROTTLED) as writer:
+        apiserver.eventually(lambda: len(status_writes(apiserver)) >= 2, timeout=20)
+        apiserver.faults.fail_next(10_000, 500, path_contains="/leases/")
+        apiserver.eventually(lambda: not writer.is_leader(), timeout=10, interval=0.005)
+        lapsed = time.monotonic()
+        time.sleep(3.0)  # every worker's token came due meanwhile
+        late = [w for w in apiserver.writes() if "/leases" not in w.path and w.received > lapsed]
+        sent = [(w.method, w.path) for w in late]
+        assert len(late) <= 1, f"writes after the lapse (one may be in flight): {sent}"
+        assert sample(writer, "feedbackstore_status_writes_fenced_total") >= 1
+
+
+def test_a_leader_stopped_with_work_queued_hands_over_at_once(
+    apiserver: ApiServerEmulator,
+) -> None:
+    """No key handed out after the stop, the write in flight awaited (one write timeout at most),
+    the Lease released: the standby leads at its next retry, not when the Lease runs out."""
+    queued_behind_the_throttle(apiserver, 60)
+    slow_expiry = {"lease_duration": 6, "renew_deadline": 4.0, **THROTTLED}
+    with running_writer(apiserver, identity="first", **slow_expiry) as first:
+        apiserver.eventually(first.is_leader)
+        with running_writer(apiserver, identity="second", **slow_expiry) as second:
+            apiserver.eventually(second.ready)
+            apiserver.eventually(lambda: writes_by(first) >= 2, timeout=20)
+            before = writes_by(first)
+            began = time.monotonic()
+            first.stop()
+            stopping = time.monotonic() - began
+            apiserver.eventually(second.is_leader, timeout=10, interval=0.01)
+            takeover = time.monotonic() - began
+            assert writes_by(first) - before <= 1  # the one in flight, if any
+            assert stopping < first.fence.timeout + 1.0
+            assert takeover < 2.0
+            assert lease_spec(apiserver)["holderIdentity"] == "second"

@@ -14,8 +14,10 @@ from webhook.status.usage import (
     ReferenceIndex,
     View,
     finalizer_configuration,
+    finalizer_removal_patch,
     plan_usage,
     store_reference,
+    users_among,
 )
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
@@ -242,3 +244,38 @@ def test_finalizer_configuration_claims_our_entry_or_nothing() -> None:
         "metadata": {**identity, "finalizers": [inuse.FINALIZER]},
     }
     assert finalizer_configuration(obj, False) == {**head, "metadata": identity}
+
+
+def test_the_guarded_removal_tests_the_uid_and_the_list_it_removes_from() -> None:
+    store = {
+        "metadata": {
+            "uid": "u-1",
+            "finalizers": ["example.com/backup", inuse.FINALIZER, "example.com/other"],
+        }
+    }
+    assert finalizer_removal_patch(store) == [
+        {"op": "test", "path": "/metadata/uid", "value": "u-1"},
+        {
+            "op": "test",
+            "path": "/metadata/finalizers",
+            "value": ["example.com/backup", inuse.FINALIZER, "example.com/other"],
+        },
+        {"op": "remove", "path": "/metadata/finalizers/1"},
+    ]
+    assert finalizer_removal_patch({"metadata": {"finalizers": ["example.com/backup"]}}) is None
+
+
+def test_the_servers_list_names_the_agents_of_that_store_only() -> None:
+    def agent(name: str, namespace: str, ref: str | None) -> dict[str, object]:
+        spec = {"feedbackStoreRef": ref} if ref else {}
+        return {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+    listed = [
+        agent("b", "ns", "store"),
+        agent("a", "ns", "store"),
+        agent("c", "ns", "other"),
+        agent("d", "elsewhere", "store"),
+        agent("e", "ns", None),
+    ]
+    assert users_among(listed, ("ns", "store")) == ("a", "b")
+    assert users_among([], ("ns", "store")) == ()

@@ -1,4 +1,5 @@
-"""What the admission webhook costs a client: FeedbackStore creates through the real kube-apiserver.
+"""What the admission webhook and the admission policy cost a client: FeedbackStore creates
+through the real kube-apiserver.
 
 On a fresh etcd + kube-apiserver with the CRD as the platform ships it today
 (no CEL, so the webhook is the only guard), `feedbackstore-webhook serve` runs
@@ -11,11 +12,14 @@ the request to reading the whole answer; the server's own time for each
 create is read from its audit log (`stageTimestamp - requestReceivedTimestamp`).
 
 Phases, in this order, in one run:
-1. no webhook registered: half of the `--creates` into a labelled namespace;
-2. webhook registered: `--creates` into a labelled namespace (the webhook is
+1. no guard: half of the `--creates` into a labelled namespace;
+2. the ValidatingAdmissionPolicies of `manifests policy` (Deny), no webhook: `--creates` into
+   another namespace (kube-apiserver judges each store in CEL), then the policies deleted
+   (and seen to be gone);
+3. webhook registered: `--creates` into a labelled namespace (the webhook is
    called), alternating one by one with `--creates` into an unlabelled one
    (registered but not matched: the server checks the selector, calls nothing);
-3. registration deleted (and seen to be gone): the other half of the baseline.
+4. registration deleted (and seen to be gone): the other half of the baseline.
 The baseline brackets the measured phase so drift on the shared machine hits
 both alike. 20 creates per namespace before each phase are not counted.
 
@@ -66,6 +70,10 @@ from tests.kube.cluster import (
     webhook_server,
 )
 from tests.kube.controlplane import ControlPlane, binaries, running
+from webhook.manifests.policy import manifests as policy_manifests
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+REGISTRATION = ROOT / "manifests" / "webhook" / "validatingwebhookconfiguration.yaml"
 
 WARMUP = 20
 
@@ -136,6 +144,16 @@ def webhook_gone(plane: ControlPlane, namespace: str) -> bool:
     return result.returncode == 0 and "Monitor" not in result.stderr
 
 
+def policy_judges(plane: ControlPlane, namespace: str) -> bool:
+    """A store declaring no source is refused only while the policies judge (the CRD has no
+    CEL and no webhook is registered)."""
+    probe = {"apiVersion": API_VERSION, "kind": "FeedbackStore",
+             "metadata": {"name": "policy-probe"}, "spec": {"mode": "Enforce"}}  # fmt: skip
+    result = plane.kubectl("create", "--dry-run=server", "-n", namespace, "-f", "-",
+                           stdin=yaml.safe_dump(probe))  # fmt: skip
+    return result.returncode != 0 and "ValidatingAdmissionPolicy" in result.stderr
+
+
 def run(bin_dir: pathlib.Path, creates: int) -> dict[str, Any]:
     half = creates // 2
     with tempfile.TemporaryDirectory(prefix="bench-admission-") as tmp:
@@ -143,7 +161,8 @@ def run(bin_dir: pathlib.Path, creates: int) -> dict[str, Any]:
         with running(bin_dir, workdir / "plane") as plane:
             install_crd(plane, platform_today_crd())
             base_ns, hooked_ns, unmatched_ns = "no-webhook", "webhook-called", "webhook-unmatched"
-            create_namespaces(plane, [base_ns, hooked_ns], **{TEST_LABEL: "on"})
+            policy_ns = "policy-judged"
+            create_namespaces(plane, [base_ns, hooked_ns, policy_ns], **{TEST_LABEL: "on"})
             create_namespaces(plane, [unmatched_ns])
             tail = AuditTail(plane.audit_log)
             client = Client(plane)
@@ -160,6 +179,17 @@ def run(bin_dir: pathlib.Path, creates: int) -> dict[str, Any]:
 
             warm_up(client, base_ns)
             phase([(base_ns, n) for n in names("before", half)])
+            policies = "---\n".join(
+                yaml.safe_dump(d)
+                for d in policy_manifests(yaml.safe_load(REGISTRATION.read_text()))
+            )
+            plane.kubectl("apply", "-f", "-", stdin=policies, check=True)
+            eventually(lambda: policy_judges(plane, policy_ns), timeout=60, what="policies judge")
+            warm_up(client, policy_ns)
+            phase([(policy_ns, n) for n in names("policy", creates)])
+            plane.kubectl("delete", "-f", "-", stdin=policies, check=True)
+            eventually(lambda: not policy_judges(plane, policy_ns), timeout=60,
+                       what="policies no longer judge")  # fmt: skip
             with webhook_server(workdir / "webhook") as server:
                 document = registration("bench-webhook", server.url, server.ca_pem)
                 with registered(plane, document, hooked_ns):
@@ -196,8 +226,9 @@ def summary(values: list[float]) -> dict[str, float]:
 
 def report(result: dict[str, Any]) -> None:
     rows = [
-        ("no webhook registered", "no-webhook"),
+        ("no guard", "no-webhook"),
         ("webhook registered, namespace not matched", "webhook-unmatched"),
+        ("the policies (no webhook)", "policy-judged"),
         ("webhook registered and called", "webhook-called"),
     ]
     print(f"\n{result['creates']} creates per case; load average {result['load_before']} before,"
@@ -210,16 +241,17 @@ def report(result: dict[str, Any]) -> None:
         stats[ns] = (c, s)
         print(f"| {label} | {c['n']} | {c['p50']:.2f} ms | {c['p90']:.2f} ms | {c['p99']:.2f} ms"
               f" | {s['p50']:.2f} ms | {s['p99']:.2f} ms |")  # fmt: skip
-    called_c, called_s = stats["webhook-called"]
     print()
-    for label, ns in rows[:2]:
-        base_c, base_s = stats[ns]
-        print(f"webhook called vs {label}: client p50 {called_c['p50'] - base_c['p50']:+.2f} ms"
+    base_c, base_s = stats["no-webhook"]
+    for label, ns in rows[2:]:
+        called_c, called_s = stats[ns]
+        print(f"{label} vs no guard: client p50 {called_c['p50'] - base_c['p50']:+.2f} ms"
               f" (×{called_c['p50'] / base_c['p50']:.2f}),"
               f" p99 {called_c['p99'] - base_c['p99']:+.2f}"
               f" ms (×{called_c['p99'] / base_c['p99']:.2f}); server p50"
-              f" {called_s['p50'] - base_s['p50']:+.2f} ms, p99"
-              f" {called_s['p99'] - base_s['p99']:+.2f} ms")  # fmt: skip
+              f" {called_s['p50'] - base_s['p50']:+.2f} ms"
+              f" (×{called_s['p50'] / base_s['p50']:.2f}),"
+              f" p99 {called_s['p99'] - base_s['p99']:+.2f} ms")  # fmt: skip
     sys.stdout.flush()
 
 

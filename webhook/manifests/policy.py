@@ -65,6 +65,10 @@ UNKNOWN_KEYS_RANKED: Final = 32
 # with escapes, so the manifests hold no control characters.
 PROBLEM_SEPARATOR: Final = "\x00\x1f\x00"
 _SEPARATOR_CEL: Final = "'" + "".join(f"\\x{ord(c):02x}" for c in PROBLEM_SEPARATOR) + "'"
+# Items whose categories one variable judges: each variable is a program of its own, within
+# kube-apiserver's per-call cost limit (1,000,000) however many items there are: 8 lists of 64
+# categories of 128 characters cost about 420,000 (each repeat found by a traversal).
+CATEGORY_CHUNK: Final = 8
 # kube-apiserver keeps warnings of at most 256 characters, 4096 in all: with a policy's prefix
 # of about 150 characters, 16 warnings are what kubectl can show.
 WARNINGS_SHOWN: Final = 16
@@ -227,12 +231,8 @@ def _supported(value: str, path: str, supported: tuple[str, ...], child: str) ->
     )
 
 
-def _score(score: str, path: str) -> tuple[str, str]:
-    """(problems, unjudged) of the ScoreDecl `score` at `path`, which must be an object."""
-    unknown, unjudged = _unknown(score, SCORE_FIELDS, path)
-    data_type = f"{_absent(score, 'dataType')} ? [] : " + _supported(
-        f"{score}.dataType", path, api.DATA_TYPES, "dataType"
-    )
+def _categories(score: str, path: str) -> str:
+    """Problems of `<score>.categories` (the ScoreDecl `score` at `path` is an object)."""
     categories = f"{score}.categories"
     at = f"{path} + '.categories'"
     item = f"{categories}[ci]"
@@ -249,13 +249,31 @@ def _score(score: str, path: str) -> tuple[str, str]:
         str(too_many(Path(_PATH).child("categories"), _COUNT, api.MAX_CATEGORIES)),
         {_PATH: [path], str(_COUNT): [f"string(size({categories}))"]},
     )
-    checked = (
-        f"{_absent(score, 'categories')} ? []"
+    return (
+        f"({_absent(score, 'categories')} ? []"
         f" : type({categories}) != list ? [{_type_invalid(at, categories, 'array')}]"
-        f" : (size({categories}) > {api.MAX_CATEGORIES} ? [{too}] : []) + {listed}"
+        f" : (size({categories}) > {api.MAX_CATEGORIES} ? [{too}] : []) + {listed})"
     )
-    problems = _list(unknown, _name(score, path), data_type, checked)
-    return problems, unjudged
+
+
+def _score(score: str, path: str, categories: str) -> tuple[str, str]:
+    """(problems, unjudged) of the ScoreDecl `score` at `path`, which must be an object;
+    `categories`: CEL for the problems of its categories (a chunk's variable)."""
+    unknown, unjudged = _unknown(score, SCORE_FIELDS, path)
+    data_type = f"{_absent(score, 'dataType')} ? [] : " + _supported(
+        f"{score}.dataType", path, api.DATA_TYPES, "dataType"
+    )
+    return _list(unknown, _name(score, path), data_type, categories), unjudged
+
+
+def _chunks(count: int) -> range:
+    return range(0, count, CATEGORY_CHUNK)
+
+
+def _chunked(prefix: str, count: int) -> str:
+    """CEL for item `i`'s categories' problems, from the variables `<prefix><k>`."""
+    listed = ", ".join(f"variables.{prefix}{k}" for k in range(len(_chunks(count))))
+    return f"[{listed}][i / {CATEGORY_CHUNK}][i % {CATEGORY_CHUNK}]"
 
 
 def _duplicate(path: str, name: str, why: str, first: str) -> str:
@@ -321,7 +339,9 @@ class _Walk:
         at = self.at("human", "scores")
         score = f"{scores}[i]"
         score_at = f"{at} + '[' + {DECIMAL_INDEXES}[i] + ']'"
-        score_problems, score_unjudged = _score(score, score_at)
+        score_problems, score_unjudged = _score(
+            score, score_at, _chunked("humanCategories", api.MAX_HUMAN_SCORES)
+        )
         names = "variables.humanNames"
         first = f"{at} + '[' + {DECIMAL_INDEXES}[{names}.indexOf({score}.name)] + '].name'"
         again = (
@@ -361,6 +381,35 @@ class _Walk:
         )
         return problems, count
 
+    def human_categories(self, first: int) -> str:
+        """The categories' problems of the human scores from `first`, one list per score."""
+        d = self.decl
+        scores = f"{d}.human.scores"
+        score = f"{scores}[i]"
+        at = f"{self.at('human', 'scores')} + '[' + {DECIMAL_INDEXES}[i] + ']'"
+        indexes = ", ".join(map(str, range(first, first + CATEGORY_CHUNK)))
+        return (
+            f"type({d}) == map && !{_absent(d, 'human')} && type({d}.human) == map"
+            f" && !{_absent(d + '.human', 'scores')} && type({scores}) == list"
+            f" ? [{indexes}].filter(i, i < size({scores})).map(i,"
+            f" type({score}) == map ? {_categories(score, at)} : []) : []"
+        )
+
+    def external_categories(self, first: int) -> str:
+        """The categories' problems of the channels' scores from `first`, one list each."""
+        d = self.decl
+        channels = f"{d}.external"
+        channel = f"{channels}[i]"
+        score = f"{channel}.score"
+        at = f"{self.at('external')} + '[' + {DECIMAL_INDEXES}[i] + '].score'"
+        indexes = ", ".join(map(str, range(first, first + CATEGORY_CHUNK)))
+        return (
+            f"type({d}) == map && !{_absent(d, 'external')} && type({channels}) == list"
+            f" ? [{indexes}].filter(i, i < size({channels})).map(i, type({channel}) == map"
+            f" && !{_absent(channel, 'score')} && type({score}) == map"
+            f" ? {_categories(score, at)} : []) : []"
+        )
+
     def channel_names(self) -> str:
         d = self.decl
         channels = f"{d}.external"
@@ -398,7 +447,9 @@ class _Walk:
         again = f"{names}[i] != '' && {names}.indexOf({names}[i]) < i ? [{channel_again}] : []"
         score = f"{channel}.score"
         score_at = f"{channel_at} + '.score'"
-        score_problems, score_unjudged = _score(score, score_at)
+        score_problems, score_unjudged = _score(
+            score, score_at, _chunked("externalCategories", api.MAX_EXTERNAL_CHANNELS)
+        )
         human_at = self.at("human", "scores")
         across = _duplicate(
             score_at,
@@ -500,6 +551,14 @@ def variables(form: Form) -> list[dict[str, str]]:
         {"name": "humanNames", "expression": walk.human_names()},
         {"name": "channelNames", "expression": walk.channel_names()},
         {"name": "externalScoreNames", "expression": walk.external_score_names()},
+        *(
+            {"name": f"humanCategories{k}", "expression": walk.human_categories(first)}
+            for k, first in enumerate(_chunks(api.MAX_HUMAN_SCORES))
+        ),
+        *(
+            {"name": f"externalCategories{k}", "expression": walk.external_categories(first)}
+            for k, first in enumerate(_chunks(api.MAX_EXTERNAL_CHANNELS))
+        ),
         {
             "name": "problems",
             "expression": _list(top, human, external, walk.no_source()),

@@ -192,15 +192,16 @@ class Audit:
     def __init__(self, plane: ControlPlane) -> None:
         self.plane = plane
 
-    def events(self, namespace: str) -> list[Audited]:
-        """Completed requests about objects in `namespace` (or listing it)."""
+    def events(self, namespace: str, stage: str = "ResponseComplete") -> list[Audited]:
+        """Completed requests about objects in `namespace` (or listing it); with
+        `stage="ResponseStarted"`, long-running ones (watches) as they began."""
         found = []
         needle = f'"namespace":"{namespace}"'
         for line in _lines(self.plane.audit_log):
             if needle not in line:
                 continue
             event = json.loads(line)
-            if event.get("stage") != "ResponseComplete":
+            if event.get("stage") != stage:
                 continue
             ref = event.get("objectRef") or {}
             found.append(

@@ -169,3 +169,30 @@ def test_an_invalid_inline_declaration_is_told_by_an_event_and_the_agent_is_neve
     assert audit.writes_by(namespace, writer.user, AGENT_PLURAL) == []
     created = audit.writes_by(namespace, writer.user, "events")
     assert [(e.verb, e.code) for e in created] == [("create", 201)] * 2
+
+
+def test_one_watch_of_agents_serves_in_use_protection_and_inline_declarations_counted(
+    control_plane: ControlPlane, namespace: str, writers: Writers, audit: Audit
+) -> None:
+    agents = Agents(control_plane, namespace)
+    agents.create("support-bot", INVALID)
+    agents.create("sales-bot", VALID)
+    writer = writers.start("one-watch")
+    assert eventually(
+        lambda: writer.metric("feedbackstore_status_inline_invalid") == 1, what="gauge at 1"
+    )
+    assert writer.metric("feedbackstore_status_agents") == 2
+    assert writer.metric("feedbackstore_status_agent_lists_total") == 1
+    assert writer.metric("feedbackstore_status_objects") == 0, "the stores' gauge: stores only"
+    agents.set_feedback("sales-bot", INVALID)
+    assert eventually(
+        lambda: writer.metric("feedbackstore_status_inline_invalid") == 2, what="gauge at 2"
+    )
+    assert writer.metric("feedbackstore_status_agent_watch_events_total", type="MODIFIED") >= 1
+    audit.flush(namespace)
+    watches = [
+        e
+        for e in audit.events(namespace, stage="ResponseStarted")
+        if e.user == writer.user and e.resource == AGENT_PLURAL and e.verb == "watch"
+    ]
+    assert len(watches) == 1, [e.uri for e in watches]

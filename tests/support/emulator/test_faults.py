@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import urllib3
 from kubernetes import client, config, watch
 from kubernetes.client.exceptions import ApiException
 
@@ -205,10 +206,11 @@ def test_a_lost_race_can_write_another_controllers_condition(
             o.setdefault("status", {}).setdefault("conditions", []).append(condition("Ready"))
         )
     )
-    with pytest.raises(ApiException):
+    with pytest.raises(ApiException) as raised:
         api.patch_namespaced_custom_object_status(
             GROUP, VERSION, "ns", PLURAL, "fs", {"status": {}}
         )
+    assert (raised.value.status, json.loads(raised.value.body)["reason"]) == (409, "Conflict")
     raced = apiserver.get("ns", "fs")
     assert raced is not None
     assert [c["type"] for c in raced["status"]["conditions"]] == ["Ready"]
@@ -265,15 +267,17 @@ def test_restart_refuses_connections_during_downtime_then_serves_the_same_store(
         try:
             api.list_cluster_custom_object(GROUP, VERSION, PLURAL, _request_timeout=0.5)
             outcome.append("answered")
-        except Exception as error:  # the connection error the client raises
-            outcome.append(error)
+        except urllib3.exceptions.MaxRetryError as error:  # what the client raises, unwrapped
+            outcome.append(error.reason)
 
     caller = threading.Thread(target=call_during_downtime)
     caller.start()
     apiserver.restart(downtime=1.0)
     caller.join(20)
     assert len(outcome) == 1
-    assert outcome[0] != "answered"
+    refused = outcome[0]
+    assert isinstance(refused, urllib3.exceptions.NewConnectionError), refused
+    assert isinstance(refused.__cause__, ConnectionRefusedError), "refused, not timed out or reset"
     assert [i["metadata"]["name"] for i in _list(api)["items"]] == ["fs"]
 
 

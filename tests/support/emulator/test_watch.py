@@ -485,7 +485,7 @@ def test_a_garbled_change_goes_out_as_a_line_that_is_not_json_and_comes_again_on
             return response.read().splitlines()
 
     garbled, after = lines()
-    with pytest.raises(json.JSONDecodeError):
+    with pytest.raises(json.JSONDecodeError, match=r"^Expecting value: line 1"):
         json.loads(garbled)
     assert json.loads(after)["object"]["spec"]["mode"] == "Enforce"
     again = [json.loads(line)["object"]["spec"]["mode"] for line in lines()]

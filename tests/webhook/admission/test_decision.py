@@ -241,7 +241,8 @@ def test_update_comparing_two_specs_too_deep_to_compare_judges_the_new_one() -> 
     body = nested_spec_body(1000).replace(b'"operation":"CREATE"', b'"operation":"UPDATE"')
     text = body.replace(b'"oldObject":null', b'"oldObject":' + _object_text(body))
     review_ = decode_review(text)
-    with pytest.raises(RecursionError):  # the premise: Python cannot compare them
+    # The premise: Python cannot compare them.
+    with pytest.raises(RecursionError, match="maximum recursion depth exceeded"):
         _ = review_.request.object["spec"] == review_.request.old_object["spec"]
     decision = decide(review_.request)
     assert (decision.allowed, decision.why) == (False, Why.INVALID)

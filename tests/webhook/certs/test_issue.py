@@ -12,6 +12,7 @@ import datetime as dt
 import ipaddress
 import os
 import pathlib
+import re
 import stat
 
 import pytest
@@ -99,19 +100,20 @@ def test_the_chain_verifies_for_loopback_names_and_ip_addresses(host: str) -> No
 )
 def test_the_chain_does_not_verify_for_a_name_it_does_not_carry(host: str) -> None:
     bundle = issue_bundle(SERVICE_HOSTS, now=NOW)
-    with pytest.raises(VerificationError):
+    unnamed = f"leaf certificate has no matching subjectAltName for {re.escape(host)} "
+    with pytest.raises(VerificationError, match=unnamed):
         verify(load(bundle.ca_cert), load(bundle.cert), host, NOW + dt.timedelta(days=1))
 
 
 def test_a_certificate_does_not_verify_under_another_ca() -> None:
     one, other = issue_bundle(SERVICE_HOSTS, now=NOW), issue_bundle(SERVICE_HOSTS, now=NOW)
-    with pytest.raises(VerificationError):
+    with pytest.raises(VerificationError, match="candidates exhausted: signature does not match"):
         verify(load(other.ca_cert), load(one.cert), SERVICE_HOSTS[2], NOW + dt.timedelta(days=1))
 
 
 def test_the_chain_does_not_verify_after_expiry() -> None:
     bundle = issue_bundle(SERVICE_HOSTS, days=30, now=NOW)
-    with pytest.raises(VerificationError):
+    with pytest.raises(VerificationError, match="cert is not valid at validation time"):
         verify(
             load(bundle.ca_cert), load(bundle.cert), SERVICE_HOSTS[2], NOW + dt.timedelta(days=31)
         )
@@ -181,16 +183,38 @@ def test_a_custom_lifetime_is_honoured() -> None:
 
 
 @pytest.mark.parametrize(
-    ("hosts", "days", "ca_days"),
+    ("hosts", "days", "ca_days", "why"),
     [
-        pytest.param((), 365, 3650, id="no host at all"),
-        pytest.param(SERVICE_HOSTS, 0, 3650, id="a zero-day lifetime"),
-        pytest.param(SERVICE_HOSTS, -5, 3650, id="a negative lifetime"),
-        pytest.param(SERVICE_HOSTS, 400, 365, id="a CA that dies before its certificate"),
+        pytest.param(
+            (), 365, 3650, "a serving certificate needs at least one host name", id="no host at all"
+        ),
+        pytest.param(
+            SERVICE_HOSTS,
+            0,
+            3650,
+            "a certificate lifetime must be at least 1 day, not 0",
+            id="a zero-day lifetime",
+        ),
+        pytest.param(
+            SERVICE_HOSTS,
+            -5,
+            3650,
+            "a certificate lifetime must be at least 1 day, not -5",
+            id="a negative lifetime",
+        ),
+        pytest.param(
+            SERVICE_HOSTS,
+            400,
+            365,
+            "the CA must outlive the serving certificate",
+            id="a CA that dies before its certificate",
+        ),
     ],
 )
-def test_impossible_requests_are_refused(hosts: tuple[str, ...], days: int, ca_days: int) -> None:
-    with pytest.raises(ValueError):
+def test_impossible_requests_are_refused(
+    hosts: tuple[str, ...], days: int, ca_days: int, why: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(why)}$"):
         issue_bundle(hosts, days=days, ca_days=ca_days, now=NOW)
 
 
@@ -254,7 +278,7 @@ def test_files_are_named_like_the_keys_of_a_tls_secret(tmp_path: pathlib.Path) -
 
 def test_serving_files_is_a_frozen_value(tmp_path: pathlib.Path) -> None:
     files = ServingFiles.in_dir(tmp_path)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'cert'"):
         files.cert = tmp_path / "other"  # type: ignore[misc]
 
 

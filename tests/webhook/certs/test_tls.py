@@ -160,7 +160,8 @@ async def test_serve_presents_the_issued_certificate_to_a_verifying_client(
         for name in SERVICE_HOSTS:
             status_line = await _readyz(running.port, context, name)
             assert status_line.startswith(b"HTTP/1.1 200"), (name, status_line)
-        with pytest.raises(ssl.SSLCertVerificationError):
+        mismatch = "Hostname mismatch, certificate is not valid for 'feedbackstore-webhook.default"
+        with pytest.raises(ssl.SSLCertVerificationError, match=mismatch):
             await _readyz(running.port, context, "feedbackstore-webhook.default.svc")
     finally:
         await running.stop()

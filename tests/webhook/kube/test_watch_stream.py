@@ -56,5 +56,5 @@ def test_a_line_that_is_not_a_watch_event_decodes_to_none(line: bytes) -> None:
 
 def test_an_endless_line_is_refused_instead_of_buffered() -> None:
     chunks = (b"x" * 1024 for _ in range(100))
-    with pytest.raises(WatchStreamError):
+    with pytest.raises(WatchStreamError, match="watch line longer than 10000 bytes"):
         list(split_lines(chunks, limit=10_000))

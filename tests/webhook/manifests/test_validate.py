@@ -130,8 +130,12 @@ def test_cert_manager_kinds_are_not_core_kinds_so_they_are_checked_separately(
 ) -> None:
     for doc in cert_manager:
         if doc["kind"] in CERT_MANAGER_KINDS:
-            with pytest.raises(SchemaNotFoundError):
+            with pytest.raises(SchemaNotFoundError) as missing:
                 kubernetes_validate.validate(doc, version, strict=True)
+            assert (missing.value.kind, missing.value.api_version) == (
+                doc["kind"],
+                doc["apiVersion"],
+            )
 
 
 @pytest.mark.parametrize(
@@ -169,7 +173,8 @@ def test_the_validator_is_strict_enough_to_catch_a_typo(
     for part in path:
         node = node[part]
     node[typo] = 1
-    with pytest.raises(kubernetes_validate.ValidationError):
+    unexpected = rf"^Additional properties are not allowed \('{typo}' was unexpected\)"
+    with pytest.raises(kubernetes_validate.ValidationError, match=unexpected):
         kubernetes_validate.validate(doc, version, strict=True)
 
 

@@ -99,5 +99,5 @@ def test_every_truncation_of_a_real_certificate_is_a_value_error() -> None:
     for cut in range(len(der)):
         body = base64.encodebytes(der[:cut])
         pem = b"-----BEGIN CERTIFICATE-----\n" + body + b"-----END CERTIFICATE-----\n"
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="certificate DER ends early"):
             not_valid_after(pem)

@@ -23,6 +23,7 @@ from tests.support.reviews import create, duplicate_spec
 from tests.support.servers import ConsoleServer, WebhookClient
 from tests.webhook.server.test_tls import (
     HANDSHAKE_REFUSED,
+    REFUSAL,
     eventually,
     legacy_client,
     served_fingerprint,
@@ -126,7 +127,7 @@ async def test_the_real_process_rotates_its_certificate_and_refuses_old_tls(
         return await served_fingerprint(port, context) == new.fingerprint
 
     await eventually(serving_new)
-    with pytest.raises(HANDSHAKE_REFUSED):
+    with pytest.raises(HANDSHAKE_REFUSED, match=REFUSAL):
         await served_fingerprint(port, legacy_client(ca, ssl.TLSVersion.TLSv1_1))
     server.signal(signal.SIGTERM)
     assert server.wait(timeout=20) == 0

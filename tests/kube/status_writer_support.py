@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -75,11 +76,15 @@ class WriterProcess(LoggedProcess):
         namespace: str,
         *extra: str,
         resync_seconds: float = 30.0,
+        shipped: bool = False,
     ) -> None:
         self.user = f"status-writer-{tag}-{uuid.uuid4().hex[:6]}"
-        kubeconfig = plane.write_kubeconfig(
-            self.user, plane.pki.client(self.user, "system:masters")
-        )
+        if shipped:
+            kubeconfig, self.user = shipped_identity(plane, namespace, self.user)
+        else:
+            kubeconfig = plane.write_kubeconfig(
+                self.user, plane.pki.client(self.user, "system:masters")
+            )
         command = [
             SCRIPT,
             "status-writer",
@@ -148,6 +153,54 @@ class WriterProcess(LoggedProcess):
         return self.metrics().get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+RBAC = pathlib.Path(__file__).parents[2] / "manifests" / "status-writer" / "rbac.yaml"
+
+
+def shipped_identity(plane: ControlPlane, namespace: str, name: str) -> tuple[pathlib.Path, str]:
+    """A ServiceAccount bound as the shipped writer's: its ClusterRole as shipped, and its
+    leader-election Role in `namespace`, where a test's Lease lives. A kubeconfig with its token,
+    and the user name the audit log gives it."""
+    docs = list(yaml.safe_load_all(RBAC.read_text(encoding="utf-8")))
+    cluster_role = next(d for d in docs if d["kind"] == "ClusterRole")
+    role = next(d for d in docs if d["kind"] == "Role")
+    role = {**role, "metadata": {**role["metadata"], "namespace": namespace}}
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    group = "rbac.authorization.k8s.io"
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace},
+        },
+        cluster_role,
+        role,
+        {
+            "apiVersion": f"{group}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{namespace}-{name}"},
+            "roleRef": {
+                "apiGroup": group,
+                "kind": "ClusterRole",
+                "name": cluster_role["metadata"]["name"],
+            },
+            "subjects": [subject],
+        },
+        {
+            "apiVersion": f"{group}/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": namespace},
+            "roleRef": {"apiGroup": group, "kind": "Role", "name": role["metadata"]["name"]},
+            "subjects": [subject],
+        },
+    ]
+    listed = {"apiVersion": "v1", "kind": "List", "items": items}
+    plane.kubectl("apply", "-f", "-", stdin=json.dumps(listed), check=True)
+    request = {"spec": {"expirationSeconds": 3600}}
+    core = k8s.CoreV1Api(api_client(plane))
+    token = core.create_namespaced_service_account_token(name, namespace, request).status.token
+    return plane.write_kubeconfig(name, token=token), f"system:serviceaccount:{namespace}:{name}"
+
+
 @dataclass
 class Writers:
     """Writers started by one test, each killed at its end (only these, by their pid)."""
@@ -157,9 +210,17 @@ class Writers:
     namespace: str
     started: list[WriterProcess]
 
-    def start(self, tag: str, *extra: str, resync_seconds: float = 30.0) -> WriterProcess:
+    def start(
+        self, tag: str, *extra: str, resync_seconds: float = 30.0, shipped: bool = False
+    ) -> WriterProcess:
         writer = WriterProcess(
-            self.plane, self.workdir, tag, self.namespace, *extra, resync_seconds=resync_seconds
+            self.plane,
+            self.workdir,
+            tag,
+            self.namespace,
+            *extra,
+            resync_seconds=resync_seconds,
+            shipped=shipped,
         )
         self.started.append(writer)
         return writer

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import pathlib
 import socket
 import ssl
@@ -46,6 +47,7 @@ from tests.kube.cluster import (
 from tests.kube.controlplane import ControlPlane, free_port
 from tests.support.manifest_render import MANIFESTS
 from tests.support.servers import ConsoleServer
+from webhook import install
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
@@ -291,6 +293,12 @@ def set_ca_bundle(plane: ControlPlane, name: str, port: int, bundle: bytes) -> N
     ]
     admission = k8s.AdmissionregistrationV1Api(api_client(plane))
     admission.patch_validating_webhook_configuration(name, patch)
+    wait_for_bundle(plane, port, bundle)
+
+
+def wait_for_bundle(plane: ControlPlane, port: int, bundle: bytes) -> None:
+    """Until a registration made now with `bundle` is called: kube-apiserver reads them through
+    one informer, in order, so a change made before is in effect too."""
     probe_namespace = f"probe-{uuid.uuid4().hex[:8]}"
     core = k8s.CoreV1Api(api_client(plane))
     labels = {PROBE_LABEL: "on"}
@@ -360,3 +368,98 @@ def test_rotating_the_serving_files_and_the_ca_loses_no_request(
     assert 100 <= loop.calls <= ROTATION_CALLS_MAX
     reloads = [e for e in server.logs if e.get("msg") == "certificate reloaded"]
     assert len(reloads) >= 2
+
+
+# -- the documented CA rotation, with the certs command's own overlays ---------------
+
+
+def overlay_bundle(plane: ControlPlane, name: str, out_dir: pathlib.Path) -> bytes:
+    """Apply the overlay's caBundle patch (as kustomize does: a strategic merge, webhooks by
+    name) to registration `name`; the one bundle every entry then holds."""
+    patch = yaml.safe_load((out_dir / "cabundle-patch.yaml").read_text(encoding="utf-8"))
+    patch["metadata"]["name"] = name
+    plane.kubectl(
+        "patch", "validatingwebhookconfiguration", name, "--type=strategic",
+        "-p", json.dumps({"webhooks": patch["webhooks"]}),
+    ).check_returncode()  # fmt: skip
+    got = plane.kubectl("get", "validatingwebhookconfiguration", name, "-o", "json")
+    webhooks = json.loads(got.stdout)["webhooks"]
+    assert [entry["name"] for entry in webhooks] == list(install.ENTRIES)
+    (bundle,) = {entry["clientConfig"]["caBundle"] for entry in webhooks}  # every entry's
+    return base64.b64decode(bundle)
+
+
+def secret_to_served(out_dir: pathlib.Path, served: pathlib.Path) -> bytes:
+    """What the kubelet does with the overlay's Secret: its pair in the mounted files (key
+    first, each by an atomic rename); the DER of the certificate now served."""
+    data = yaml.safe_load((out_dir / "secret.yaml").read_text(encoding="utf-8"))["data"]
+    staged = served.parent / f"{served.name}-from-secret"
+    staged.mkdir(exist_ok=True)
+    for name in ("tls.key", "tls.crt"):
+        (staged / name).write_bytes(base64.b64decode(data[name]))
+    install_in_place(staged, served)
+    return der(staged / "tls.crt")
+
+
+def test_the_ca_rotation_of_docs_install_md_loses_no_write(
+    control_plane: ControlPlane, tmp_path: pathlib.Path
+) -> None:
+    """docs/install.md "Rotate the CA" step by step with `certs`' own overlays: both CAs in every
+    entry, then the new CA's pair served, then the old CA dropped, while kube-apiserver calls
+    the judging entry (failurePolicy Fail) back to back: not one write fails. A step out of
+    order is refused by the command before it reaches the cluster."""
+    certs_dir, next_dir, rotation = tmp_path / "certs", tmp_path / "next", tmp_path / "rotation"
+    host = ("--host", "127.0.0.1")  # kube-apiserver calls the url: here, not the Service
+    certs(certs_dir, *host)
+    served = tmp_path / "served"
+    served.mkdir()
+    secret_to_served(certs_dir, served)
+    namespace = new_namespace(control_plane, "rotate")
+    with serving(served) as (_, port):
+        name = f"rotate-{uuid.uuid4().hex[:6]}"
+        doc = registration(name, url(port), (certs_dir / "ca.crt").read_bytes())
+        with registered(control_plane, doc, namespace):
+            old_ca = overlay_bundle(control_plane, name, certs_dir)
+            assert old_ca == (certs_dir / "ca.crt").read_bytes()
+            loop = CallLoop(control_plane, namespace)
+            thread = threading.Thread(target=loop.run, daemon=True)
+            thread.start()
+            try:
+                loop.calls_after(0, 20)
+                # 0. a new CA and pair beside the old ones, not applied
+                assert certs(next_dir, *host).startswith("created: ")
+                both = tmp_path / "both-cas.crt"
+                both.write_bytes(old_ca + (next_dir / "ca.crt").read_bytes())
+                # out of order: the new CA alone does not verify what is served; refused
+                early = subprocess.run(
+                    [str(SCRIPT), "certs", "--out-dir", str(rotation), "--base", str(MANIFESTS),
+                     *host, "--ca-bundle", str(next_dir / "ca.crt"),
+                     "--cert", str(certs_dir / "tls.crt"), "--key", str(certs_dir / "tls.key")],
+                    capture_output=True, text=True, timeout=60, check=False,
+                )  # fmt: skip
+                assert early.returncode == 2, early.stdout
+                assert "does not verify to a CA of --ca-bundle" in early.stderr
+                # 1. trust both CAs in every entry; the old pair still served
+                own = ("--ca-bundle", str(both))
+                certs(rotation, *host, *own, "--cert", str(certs_dir / "tls.crt"),
+                      "--key", str(certs_dir / "tls.key"))  # fmt: skip
+                assert overlay_bundle(control_plane, name, rotation) == both.read_bytes()
+                wait_for_bundle(control_plane, port, both.read_bytes())
+                loop.calls_after(loop.calls, 20)
+                # 2. serve the new CA's pair, both still trusted
+                certs(rotation, *host, *own, "--cert", str(next_dir / "tls.crt"),
+                      "--key", str(next_dir / "tls.key"))  # fmt: skip
+                rotated = secret_to_served(rotation, served)
+                eventually(lambda: served_certificate(port) == rotated, what="new pair served")
+                loop.calls_after(loop.calls, 20)
+                # 3. drop the old CA: the new CA's own overlay
+                assert certs(next_dir, *host).startswith("kept: ")
+                new_ca = overlay_bundle(control_plane, name, next_dir)
+                assert new_ca == (next_dir / "ca.crt").read_bytes() != old_ca
+                wait_for_bundle(control_plane, port, new_ca)
+                loop.calls_after(loop.calls, 20)
+            finally:
+                loop.stop.set()
+                thread.join(30)
+    assert loop.failures == []
+    assert 80 <= loop.calls <= ROTATION_CALLS_MAX

@@ -201,7 +201,8 @@ def combine_entries(check: str, found: list[tuple[dict[str, Any], CheckResult]])
     its failurePolicy (does it refuse the request, or let it through unjudged?)."""
     if len(found) > 1 and len({(r.level, r.detail) for _, r in found}) == 1:
         first = found[0][1]
-        return CheckResult(check, first.level, f"{first.detail} (all {len(found)} entries)")
+        detail = f"{first.detail} (all {len(found)} entries)"
+        return CheckResult(check, first.level, detail, first.fix)
     labelled = [
         (str(entry.get("name")) if result.level is Level.OK else entry_label(entry), result)
         for entry, result in found

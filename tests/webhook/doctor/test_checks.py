@@ -497,6 +497,15 @@ def test_a_ca_bundle_in_the_first_entry_only_names_the_two_that_fail_open(
     assert "kubectl apply -k certs/ fills every entry's caBundle" in result.fix
 
 
+def test_entries_failing_alike_print_once_with_the_fix(service_bundle: Bundle) -> None:
+    other = issue_bundle(("x",), now=NOW).ca_cert
+    snapshot = snapshot_of(shipped(other), secret_of(service_bundle))
+    result = by_name(run_checks(snapshot, TARGET, NOW))["ca-bundle"]
+    assert result.level is Level.FAIL
+    assert result.detail.endswith("(all 3 entries)")
+    assert result.fix.startswith("the Secret's ca.crt signed it")
+
+
 def test_a_ca_bundle_of_another_ca_in_one_entry_names_it(service_bundle: Bundle) -> None:
     configuration_ = shipped(service_bundle.ca_cert)
     other = issue_bundle(("x",), now=NOW).ca_cert

@@ -155,6 +155,10 @@ def _clean(api_client: Any, namespace: str | None, *, dry_run: bool) -> int:
         if pending is None:
             tally.stores = len(items)
         plans = [plan_cleanup(obj) for obj in items]
+        if pending is None:  # what stays as it is counts too: left to another manager
+            for plan in plans:
+                if not plan.writes:
+                    tally.add(plan)
         plans = [
             p for p in plans if p.writes and (pending is None or (p.namespace, p.name) in pending)
         ]

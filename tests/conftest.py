@@ -1,7 +1,8 @@
 """Set-up for the whole session that runs once, on the pytest controller, before any
-xdist worker starts: building (or finding) the `kube` tests' control plane; and, on
-each worker, the `xdist_group` of every test where the scheduler sees it. With them the
-fixtures more than one folder's tests use (a folder's own are in its conftest.py)."""
+xdist worker starts: building (or finding) every tool the selected tests need
+(tests/support/prebuild.py); and, on each worker, what the controller found, and the
+`xdist_group` of every test where the scheduler sees it. With them the fixtures more than
+one folder's tests use (a folder's own are in its conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 # is collected before tests/kube's own conftest runs.
 pytest.register_assert_rewrite("tests.kube.kubectl_support")
 
-from tests.kube import prebuild  # noqa: E402 (after the registration above)
+from tests.support import prebuild  # noqa: E402 (after the registration above)
 from tests.support.emulator import ApiServerEmulator  # noqa: E402
 
 
@@ -39,7 +40,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist's hook, called for each worker before it starts (`node` is its WorkerController)."""
-    prebuild.hand_to_worker(node.config, node.workerinput)
+    prebuild.hand_to_worker(node.workerinput)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    prebuild.receive(config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    report = yield
+    prebuild.fold_skip(report)
+    return report
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,60 +1,25 @@
 """The `kube` tests: a real etcd and kube-apiserver, started once per session.
 
-Without a Go toolchain the binaries cannot be built, and every `kube` test is
-skipped with one loud reason — unless FEEDBACKSTORE_REQUIRE_KUBE=1 (set by
-`.ci/run`), which turns that skip into a failure so CI always runs them.
+The binaries are built when the session starts (tests/support/prebuild.py). Without a
+Go toolchain they cannot be, and every `kube` test is skipped with one loud reason —
+unless FEEDBACKSTORE_REQUIRE_KUBE=1 (set by `.ci/run`), which turns that skip into a
+failure so CI always runs them.
 """
 
 from __future__ import annotations
 
-import os
 import pathlib
 from collections.abc import Iterator
 
 import pytest
 
-from tests.kube import prebuild
-from tests.kube.controlplane import (
-    REQUIRE_ENV,
-    ControlPlane,
-    ControlPlaneUnavailableError,
-    binaries,
-)
-
-_BUILT = pytest.StashKey["pathlib.Path | Exception"]()
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build (or find) the binaries before any test runs, when a `kube` test is selected and
-    the controller did not (tests/kube/prebuild.py: it does, unless the run looked as if it
-    could select none).
-
-    Here, not in a fixture: a first build takes minutes, longer than any test's
-    timeout, and collection has none. The build script's lock makes a second
-    caller wait for the first and reuse its result.
-    """
-    found = prebuild.built(session.config)
-    if found is None and any(item.get_closest_marker("kube") for item in session.items):
-        try:
-            found = binaries()
-        except (ControlPlaneUnavailableError, RuntimeError) as error:
-            found = error
-    if found is not None:
-        session.config.stash[_BUILT] = found
+from tests.kube.controlplane import ControlPlane
+from tests.support import prebuild
 
 
 @pytest.fixture(scope="session", name="control_plane_binaries")
-def _control_plane_binaries(pytestconfig: pytest.Config) -> pathlib.Path:
-    built = pytestconfig.stash.get(_BUILT, None)
-    try:
-        if isinstance(built, Exception):
-            raise built
-        return built if built is not None else binaries()
-    except ControlPlaneUnavailableError as missing:
-        message = f"kube tests need a real kube-apiserver, and it cannot be built here: {missing}"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{message} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
-        pytest.skip(f"SKIPPED ALL KUBE TESTS — {message}")
+def _control_plane_binaries() -> pathlib.Path:
+    return prebuild.tool("kube", "control plane")
 
 
 @pytest.fixture(scope="session", name="control_plane")

@@ -16,34 +16,33 @@ import contextlib
 import json
 import os
 import pathlib
-import queue
 import signal
 import socket
 import ssl
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
 from tests.kube import pki as pki_module
+from tests.support import build_script
+from tests.support.build_script import ToolUnavailableError
 from tests.support.kubectl_binary import kubectl
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "tests" / "controlplane" / "build.sh"
 # `.ci/run` sets this so that a missing toolchain fails the run instead of skipping.
 REQUIRE_ENV = "FEEDBACKSTORE_REQUIRE_KUBE"
-_NO_TOOLCHAIN = 3
 _READY_TIMEOUT = 180.0
 CONTROLLER_MANAGER_USER = "kube-controller-manager"
 
 
-class ControlPlaneUnavailableError(Exception):
+class ControlPlaneUnavailableError(ToolUnavailableError):
     """No Go toolchain to build the binaries with: the `kube` tests cannot run here."""
 
 
@@ -51,51 +50,12 @@ def binaries(
     report: Callable[[str], None] = lambda line: None, every: float = 30.0
 ) -> pathlib.Path:
     """The directory holding kube-apiserver, kube-controller-manager and etcd, built on
-    first use (minutes).
-
-    `report` is handed each line build.sh writes to stderr (what it builds, how long
-    a first build takes, the versions built) and, every `every` seconds that it says
-    nothing (go build is silent while it compiles, and a second caller waits silently
-    on the first one's lock), a line with the time it has run so far.
-    """
-    started = time.monotonic()
-    with subprocess.Popen(
-        ["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as build:
-        assert build.stdout is not None
-        assert build.stderr is not None
-        lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=_forward, args=(build.stderr, lines), daemon=True).start()
-        stderr: list[str] = []
-        while (line := _next(lines, every, started, report)) is not None:
-            stderr.append(line)
-            report(line)
-        stdout = build.stdout.read()
-        returncode = build.wait()
-    if returncode == _NO_TOOLCHAIN:
-        raise ControlPlaneUnavailableError("\n".join(stderr))
-    if returncode != 0:
-        tail_of_log = "\n".join(stderr)[-4000:]
-        raise RuntimeError(f"{BUILD_SCRIPT} failed (exit {returncode}):\n{tail_of_log}")
-    return pathlib.Path(stdout.strip().splitlines()[-1])
-
-
-def _forward(stream: IO[str], lines: queue.Queue[str | None]) -> None:
-    for line in stream:
-        lines.put(line.rstrip("\n"))
-    lines.put(None)
-
-
-def _next(
-    lines: queue.Queue[str | None], every: float, started: float, report: Callable[[str], None]
-) -> str | None:
-    """build.sh's next stderr line (None at its end), reporting the time run while it waits."""
-    while True:
-        try:
-            return lines.get(timeout=every)
-        except queue.Empty:
-            minutes, seconds = divmod(int(time.monotonic() - started), 60)
-            report(f"build.sh: still running after {minutes} min {seconds:02d} s")
+    first use (minutes; the tests find it built by tests/support/prebuild.py, the
+    benchmarks call this). `report` and `every` as for `build_script.run`."""
+    try:
+        return build_script.run(BUILD_SCRIPT, report, every)
+    except ToolUnavailableError as missing:
+        raise ControlPlaneUnavailableError(str(missing)) from None
 
 
 def free_port() -> int:

@@ -45,7 +45,7 @@ import yaml
 
 from tests.kube import pki as pki_module
 from tests.kube.controlplane import ControlPlane, Process, free_port, tail
-from tests.node.image_support import IMAGE_SCRIPT, NodeUnavailableError, cache_root, image_name
+from tests.node.image_support import NodeUnavailableError, cache_root, image_name
 
 HERE = pathlib.Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build.sh"
@@ -71,27 +71,6 @@ SYSCTLS = (
     "net/bridge/bridge-nf-call-iptables",
     "net/ipv4/conf/all/route_localnet",
 )
-_NO_TOOLCHAIN = 3
-
-
-def node_binaries() -> pathlib.Path:
-    """kubelet, kube-proxy, kube-scheduler and pause.tar (tests/node/build.sh, cached)."""
-    return _built(BUILD_SCRIPT)
-
-
-def project_image() -> pathlib.Path:
-    """The `docker save` tarball of the project's image (tests/node/image.sh, cached)."""
-    return _built(IMAGE_SCRIPT)
-
-
-def _built(script: pathlib.Path) -> pathlib.Path:
-    """What a cached build script prints last: the path of its result."""
-    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=False)
-    if done.returncode == _NO_TOOLCHAIN:
-        raise NodeUnavailableError(done.stderr.strip())
-    if done.returncode != 0:
-        raise RuntimeError(f"{script.name} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return pathlib.Path(done.stdout.strip().splitlines()[-1])
 
 
 def prerequisites() -> dict[str, str]:
@@ -121,6 +100,27 @@ def prerequisites() -> dict[str, str]:
     if missing:
         raise NodeUnavailableError("missing: " + ", ".join(missing))
     return found
+
+
+# What image.sh needs of the machine besides the image's own inputs.
+IMAGE_TOOLS = {
+    "docker": "docker (Debian: docker.io)",
+    "dockerd": "dockerd (Debian: docker.io)",
+    "mmdebstrap": "mmdebstrap (Debian: mmdebstrap)",
+}
+
+
+def host_prerequisites() -> None:
+    """What the `node` tests need of the machine, checked before anything is built for them
+    (the node's binaries and the image take minutes): the node's own tools and root, and
+    Docker and mmdebstrap for the image. NodeUnavailableError names what is missing."""
+    missing = [package for name, package in IMAGE_TOOLS.items() if shutil.which(name) is None]
+    try:
+        prerequisites()
+    except NodeUnavailableError as error:
+        missing.insert(0, str(error).removeprefix("missing: "))
+    if missing:
+        raise NodeUnavailableError("missing: " + ", ".join(missing))
 
 
 def sh(*argv: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:

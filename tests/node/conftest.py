@@ -5,31 +5,30 @@ cluster (tests/node/cluster.py: the `kube` tests' control plane plus
 kube-scheduler, containerd, a kubelet and kube-proxy built by tests/node/build.sh)
 with the image and pause imported into its containerd.
 
-A missing prerequisite (docker.io, mmdebstrap, containerd, iptables, the CNI
-plugins, a Go toolchain, gcc) skips them with one loud reason, unless
-FEEDBACKSTORE_REQUIRE_KUBE=1, which makes it a failure.
+The image, the node's binaries and the control plane are built when the session
+starts (tests/support/prebuild.py); a missing prerequisite (docker.io, mmdebstrap,
+containerd, iptables, the CNI plugins, a Go toolchain, gcc) skips them with one loud
+reason, unless FEEDBACKSTORE_REQUIRE_KUBE=1, which makes it a failure.
 
 Every `node` test is in the xdist group `node` (each module says so in its
 `pytestmark`; a test that does not is refused at collection): they share one
-image build and one node, so they run on one worker. `.ci/run` builds the
-image and the node's binaries beforehand, where a cold build's progress is visible.
+image and one node, so they run on one worker.
 """
 
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.kube import prebuild
-from tests.kube.controlplane import ControlPlaneUnavailableError, binaries
-from tests.node.cluster import Node, node_binaries, project_image
-from tests.node.image_support import REQUIRE_ENV, Docker, NodeUnavailableError
+from tests.node.cluster import Node
+from tests.node.image_support import Docker, NodeUnavailableError
+from tests.support import prebuild
 
 HERE = pathlib.Path(__file__).resolve().parent
+GROUP = "node"  # its entry in tests/support/prebuild.py
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -48,21 +47,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             )
 
 
-def _unavailable(message: str) -> None:
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{message} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
-    pytest.skip(f"SKIPPED ALL NODE TESTS — {message}")
-
-
 @pytest.fixture(scope="session", name="image")
 def _image() -> Iterator[tuple[Docker, str]]:
+    tarball = prebuild.tool(GROUP, "image")
     docker = Docker()
     try:
         docker.start()
-        name, _ = docker.ensure_image()
+        name = docker.ensure_image(tarball)
     except NodeUnavailableError as missing:
         docker.stop()
-        _unavailable(f"node tests need Docker and mmdebstrap: {missing}")
+        prebuild.skip_group(GROUP, str(missing))
     except BaseException:
         docker.stop()
         raise
@@ -71,21 +65,17 @@ def _image() -> Iterator[tuple[Docker, str]]:
 
 
 @pytest.fixture(scope="session", name="node")
-def _node(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+def _node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     try:
-        built = prebuild.built(pytestconfig)
-        if isinstance(built, Exception):
-            raise built
-        control_plane = built if built is not None else binaries()
         node = Node(
-            control_plane,
-            node_binaries(),
-            project_image(),
+            prebuild.tool(GROUP, "control plane"),
+            prebuild.tool(GROUP, "node binaries"),
+            prebuild.tool(GROUP, "image"),
             tmp_path_factory.mktemp("node"),
             report=lambda line: print(line, file=sys.stderr, flush=True),
         )
-    except (NodeUnavailableError, ControlPlaneUnavailableError) as missing:
-        _unavailable(f"node tests need a real node, and it cannot run here: {missing}")
+    except NodeUnavailableError as missing:
+        prebuild.skip_group(GROUP, str(missing))
     try:
         node.start()
     except BaseException:

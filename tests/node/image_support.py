@@ -2,8 +2,8 @@
 
 tests/node/image.sh builds the image (a stand-in base from Debian packages,
 then the unchanged Dockerfile), cached by content; this module finds or starts
-a Docker daemon, runs the script against it and makes sure the daemon holds the
-image the tarball holds.
+a Docker daemon and makes sure it holds the image of the tarball the script made
+when the session started (tests/support/prebuild.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterator
 from typing import IO
 
-REQUIRE_ENV = "FEEDBACKSTORE_REQUIRE_KUBE"
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 IMAGE_SCRIPT = HERE / "image.sh"
@@ -177,27 +176,16 @@ class Docker:
                 return
             time.sleep(0.1)
 
-    def ensure_image(self) -> tuple[str, pathlib.Path]:
-        """Build (or find) the image; the daemon holds it afterwards. (name, tarball)."""
-        if shutil.which("mmdebstrap") is None and not self.has_image(image_name()):
-            raise NodeUnavailableError("mmdebstrap is missing (Debian: mmdebstrap)")
-        done = subprocess.run(
-            ["bash", str(IMAGE_SCRIPT)],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"image.sh failed ({done.returncode}):\n{done.stderr[-4000:]}")
-        tarball = pathlib.Path(done.stdout.strip().splitlines()[-1])
+    def ensure_image(self, tarball: pathlib.Path) -> str:
+        """Make the daemon hold the image of `tarball` (image.sh's, built when the session
+        started); the image's name."""
         name = image_name()
         # A cached tarball from an earlier run: the daemon's image may be another build.
         wanted = self.tarball_image_id(tarball)
         if self.image_id(name) != wanted:
             self.run("load", "-i", str(tarball), timeout=600)
         assert self.image_id(name) == wanted, (name, wanted, self.image_id(name))
-        return name, tarball
+        return name
 
     def has_image(self, name: str) -> bool:
         return self.image_id(name) is not None

@@ -1,7 +1,7 @@
 """What the GitOps tools' own code says of FeedbackStores: tests/gitops's `gitops-health`.
 
-`tests/gitops/build.sh` builds it (cached, keyed by a digest of its sources; `.ci/run`
-builds it before pytest, so the fixture here finds it at once) from the Go modules of the
+`tests/gitops/build.sh` builds it (cached, keyed by a digest of its sources) when the
+session starts (tests/support/prebuild.py), from the Go modules of the
 real libraries: kstatus' `status.Compute` from sigs.k8s.io/cli-utils and from Flux's fork
 github.com/fluxcd/cli-utils, and the Argo CD health Lua run on gopher-lua as Argo CD runs
 it. Without a Go toolchain the tests that need it are skipped, saying why, unless
@@ -14,7 +14,6 @@ layout: health.lua, health_test.yaml, testdata/).
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 from collections.abc import Sequence
@@ -22,13 +21,11 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from tests.kube.controlplane import REQUIRE_ENV
+from tests.support import prebuild
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-BUILD_SCRIPT = REPO / "tests" / "gitops" / "build.sh"
 ARGOCD = REPO / "argocd" / "resource_customizations" / "agents.ctxmesh.ai" / "FeedbackStore"
 HEALTH_LUA = ARGOCD / "health.lua"
-NO_GO = 3  # build.sh's exit code when there is no Go toolchain
 
 
 class Health(NamedTuple):
@@ -80,20 +77,6 @@ def _health(entry: dict[str, Any]) -> Health:
     return Health(entry["status"], entry["message"])
 
 
-def build() -> pathlib.Path:
-    """The binary's path, built first if need be; pytest.skip (or fail in CI) without Go."""
-    result = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)], capture_output=True, text=True, timeout=900, check=False
-    )
-    if result.returncode == NO_GO:
-        message = f"gitops-health cannot be built here: {result.stderr.strip()}"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{message} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
-        pytest.skip(message)
-    assert result.returncode == 0, result.stderr
-    return pathlib.Path(result.stdout.strip())
-
-
 @pytest.fixture(scope="session", name="gitops_tool")
 def _gitops_tool() -> GitopsTool:
-    return GitopsTool(build())
+    return GitopsTool(prebuild.tool("gitops", "gitops-health"))

@@ -1,47 +1,26 @@
 """The real helm (v4), built from its Go module by tests/helm/build.sh, for the chart tests.
 
-`.ci/run` builds it beforehand (a cold build takes minutes: longer than a test's timeout);
-here the script only finds it in its cache, or builds it under its lock. Without a Go
-toolchain the chart tests are skipped with one loud reason, a failure under
-FEEDBACKSTORE_REQUIRE_KUBE=1 (as for the control plane).
+It is built when the session starts (tests/support/prebuild.py: a cold build takes
+minutes, longer than a test's timeout). Without a Go toolchain the chart tests are
+skipped with one loud reason, a failure under FEEDBACKSTORE_REQUIRE_KUBE=1 (as for the
+control plane).
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import pathlib
 import subprocess
 
-import pytest
+from tests.support import prebuild
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-BUILD = ROOT / "tests" / "helm" / "build.sh"
 CHART = ROOT / "manifests" / "helm" / "feedbackstore-webhook"
-REQUIRE_ENV = "FEEDBACKSTORE_REQUIRE_KUBE"
-NO_TOOLCHAIN = 3  # build.sh's exit code
-
-
-@functools.cache
-def _built() -> str | None:
-    result = subprocess.run(
-        ["bash", str(BUILD)], capture_output=True, text=True, timeout=3600, check=False
-    )
-    if result.returncode == NO_TOOLCHAIN:
-        return None
-    assert result.returncode == 0, f"tests/helm/build.sh failed:\n{result.stderr}"
-    return result.stdout.strip().splitlines()[-1]
 
 
 def helm() -> str:
     """The helm binary's path; skips (fails under FEEDBACKSTORE_REQUIRE_KUBE=1) without Go."""
-    path = _built()
-    if path is None:
-        message = "helm is built from its Go module, and there is no Go toolchain here"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{message} ({REQUIRE_ENV}=1 forbids skipping)", pytrace=False)
-        pytest.skip(f"SKIPPED HELM TESTS — {message}")
-    return path
+    return str(prebuild.tool("chart", "helm"))
 
 
 def run(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -39,12 +39,13 @@ def test_the_build_reports_its_lines_and_the_time_while_go_is_silent(
         binaries(reported.append, every=0.2)
     # The timer runs beside the build, so on a loaded machine its first line may come before
     # build.sh has said anything: the build's own lines keep their order, the timer's interleave.
-    building = [line for line in reported if not line.startswith("build.sh: still running")]
+    still = "controlplane/build.sh: still running after "
+    building = [line for line in reported if not line.startswith(still)]
     assert building[0].startswith(
         "build.sh: building kube-apiserver, kube-controller-manager and etcd for Kubernetes v"
     )
     assert "(first build: ~8 minutes" in building[0]
-    assert any(line.startswith("build.sh: still running after 0 min 0") for line in reported)
+    assert any(line.startswith(f"{still}0 min 0") for line in reported)
     assert reported[-1] == "fake go: compile error"
 
 
@@ -75,6 +76,6 @@ def test_the_controller_prints_the_build_before_the_workers_start(
     out = result.stdout
     building = out.index("build.sh: building kube-apiserver, kube-controller-manager and etcd")
     failed = out.index("fake go: compile error")
-    summary = out.index("control plane: not available; every `kube` test fails, saying why")
+    summary = out.index("kube tests: FAIL, the build of control plane failed (above)")
     assert building < failed < summary < out.index("bringing up nodes")
     assert "1 error" in out

@@ -3,9 +3,10 @@ first test.
 
 A cold build compiles Go for minutes: inside a test it would outlast the test's timeout,
 and in an xdist worker nothing it prints reaches the screen. So when the session starts,
-before any worker exists, the controller takes one lock and builds the tools of every
-group of tests the run can select, one at a time, printing each script's lines (what it
-builds, how long a first build takes) and a line every 30 s while go compiles. It hands
+before any worker exists, the controller builds the tools of every group of tests the
+run can select, one at a time, printing each script's lines (what it builds, how long a
+first build takes) and a line every 30 s while go compiles. Workers never build; another
+session on the machine waits on each script's own lock and reuses its result. It hands
 the results to each worker in its `workerinput` (without xdist it is the one process).
 A test then only looks its tool up (`tool`): built, it gets the path; not available on
 this machine, its group is skipped with one reason and the command that brings it (a
@@ -23,14 +24,11 @@ A new tool is one entry in TOOLS and, for a new group of tests, one in GROUPS.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import pathlib
 import shutil
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -141,8 +139,8 @@ def build_on_controller(config: pytest.Config) -> None:
     global _prebuilt
     if hasattr(config, "workerinput"):
         return
+    found = _prebuilt = Prebuilt({}, {}, {})
     groups = [group for group in GROUPS if may_select(config, group)]
-    _prebuilt = Prebuilt({}, {}, {})
     if not groups:
         return
     say = _printer(config)
@@ -151,26 +149,25 @@ def build_on_controller(config: pytest.Config) -> None:
             try:
                 group.host()
             except NodeUnavailableError as missing:
-                _unavailable(_prebuilt, group, str(missing), say)
-    missing: dict[str, str] = {}  # tool -> why it cannot be had here
-    with _one_at_a_time(say):
-        for group in groups:
-            if group.name in _prebuilt.unavailable:
-                continue
-            for name in group.tools:
-                if name not in missing and name not in _prebuilt.failed:
-                    try:
-                        _obtain(_prebuilt, TOOLS[name], say)
-                    except ToolUnavailableError as error:
-                        missing[name] = str(error)
-                if name in missing:
-                    _unavailable(_prebuilt, group, missing[name], say)
-                    break
-                if name in _prebuilt.failed:
-                    say(f"{group.name} tests: FAIL, the build of {name} failed (above)")
-                    break
-            else:
-                say(f"{group.name} tests: run with " + _ready(_prebuilt, group))
+                _unavailable(found, group, str(missing), say)
+    cannot: dict[str, str] = {}  # tool -> why it cannot be had on this machine
+    for group in groups:
+        if group.name in found.unavailable:
+            continue
+        for name in group.tools:
+            if name not in cannot and name not in found.failed and name not in found.tools:
+                try:
+                    _obtain(found, TOOLS[name], say)
+                except ToolUnavailableError as error:
+                    cannot[name] = str(error)
+            if name in cannot:
+                _unavailable(found, group, cannot[name], say)
+                break
+            if name in found.failed:
+                say(f"{group.name} tests: FAIL, the build of {name} failed (above)")
+                break
+        else:
+            say(f"{group.name} tests: run with " + _ready(found, group))
 
 
 def hand_to_worker(workerinput: dict[str, Any]) -> None:
@@ -297,33 +294,6 @@ def _first_line(why: str) -> str:
 
 def _brings(group: str) -> str:
     return next(g.brings for g in GROUPS if g.name == group)
-
-
-@contextlib.contextmanager
-def _one_at_a_time(say: Callable[[str], None]) -> Iterator[None]:
-    """One session builds at a time on this machine: two go builds at once on 2 cores take
-    as long as one after the other, and twice the memory. The lock is in the cache root
-    the scripts share ($XDG_CACHE_HOME, or ~/.cache)."""
-    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache")
-    lock = cache / "feedbackstore-webhook" / ".prebuild.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with lock.open("a") as handle:
-        started = time.monotonic()
-        said = started - _EVERY
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() - said >= _EVERY:
-                    said = time.monotonic()
-                    minutes, seconds = divmod(int(said - started), 60)
-                    say(
-                        f"prebuild: another session is building ({lock}); waited "
-                        f"{minutes} min {seconds:02d} s"
-                    )
-                time.sleep(1)
-        yield
 
 
 def _printer(config: pytest.Config) -> Callable[[str], None]:

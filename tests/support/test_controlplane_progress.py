@@ -3,14 +3,12 @@ so often while go compiles, printed by the pytest controller before any xdist wo
 
 from __future__ import annotations
 
-import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
-from tests.kube.controlplane import REPO, REQUIRE_ENV, binaries
+from tests.kube.controlplane import binaries
+from tests.support.pytest_run import run_pytest
 
 SLOW_FAILING_GO = """#!/bin/sh
 # A go that compiles for a while, then fails.
@@ -52,25 +50,12 @@ def test_the_build_reports_its_lines_and_the_time_while_go_is_silent(
 def test_the_controller_prints_the_build_before_the_workers_start(
     slow_failing_go: pathlib.Path,
 ) -> None:
-    environment = {k: v for k, v in os.environ.items() if k != REQUIRE_ENV}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "2",
-            "-q",
-            "tests/kube/test_controlplane.py::test_every_readiness_check_passes",
-        ],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    result = run_pytest(
+        "-n",
+        "2",
+        "-q",
+        "tests/kube/test_controlplane.py::test_every_readiness_check_passes",
+        env={},
     )
     # An xdist worker's output never reaches the screen: these lines are the controller's.
     out = result.stdout

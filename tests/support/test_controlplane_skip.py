@@ -5,37 +5,17 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
-import sys
 
-from tests.kube.controlplane import BUILD_SCRIPT, REPO, REQUIRE_ENV
+from tests.kube.controlplane import BUILD_SCRIPT, REQUIRE_ENV
+from tests.support.pytest_run import run_pytest
 
 
 def run_kube_suite(tmp_path: pathlib.Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        "GO": "/nonexistent/go",
-        "FEEDBACKSTORE_CONTROLPLANE_CACHE": str(tmp_path / "cache"),
-        **env,
-    }
-    if REQUIRE_ENV not in env:
-        environment.pop(REQUIRE_ENV, None)
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "-rs",
-            "tests/kube/test_controlplane.py::test_every_readiness_check_passes",
-        ],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return run_pytest(
+        "-q",
+        "-rs",
+        "tests/kube/test_controlplane.py::test_every_readiness_check_passes",
+        env={"GO": "/nonexistent/go", "XDG_CACHE_HOME": str(tmp_path / "cache"), **env},
     )
 
 

@@ -5,35 +5,24 @@ from __future__ import annotations
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 
-from tests.kube.controlplane import REPO, REQUIRE_ENV
+from tests.kube.controlplane import REQUIRE_ENV
 from tests.node import cluster
 from tests.node.cluster import BUILD_SCRIPT
 from tests.node.image_support import NodeUnavailableError
+from tests.support.pytest_run import run_pytest
 
 NODE_TEST = "tests/node/test_install_readme.py::test_path1_installs_and_both_rollouts_finish"
 
 
 def run_node_test(tmp_path: pathlib.Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {
-        **os.environ,
-        "GO": "/nonexistent/go",
-        "FEEDBACKSTORE_NODE_CACHE": str(tmp_path / "cache"),
-        **env,
-    }
-    if REQUIRE_ENV not in env:
-        environment.pop(REQUIRE_ENV, None)
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", NODE_TEST],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return run_pytest(
+        "-q",
+        "-rs",
+        NODE_TEST,
+        env={"GO": "/nonexistent/go", "XDG_CACHE_HOME": str(tmp_path / "cache"), **env},
     )
 
 

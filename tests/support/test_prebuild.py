@@ -4,19 +4,17 @@ command that brings it, and once in the summary."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
-import subprocess
-import sys
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.kube.controlplane import REPO, REQUIRE_ENV
+from tests.kube.controlplane import REPO
 from tests.support import prebuild
 from tests.support.prebuild import GROUPS, Prebuilt
+from tests.support.pytest_run import run_pytest
 
 
 def config(*args: str, markexpr: str = "", collectonly: bool = False) -> Any:
@@ -103,30 +101,13 @@ def without_go(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A run of two groups' tests (`kube`, `node`) on two workers, without a Go toolchain
     and with every cache empty: what a new user without Go sees."""
     cache = tmp_path_factory.mktemp("cache")
-    environment = {
-        **{k: v for k, v in os.environ.items() if k != REQUIRE_ENV},
-        "GO": "/nonexistent/go",
-        "XDG_CACHE_HOME": str(cache),
-    }
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-n",
-            "2",
-            "-ra",
-            "tests/kube/test_controlplane.py",
-            "tests/node/test_image.py",
-        ],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=110,
-        check=False,
+    result = run_pytest(
+        "-n",
+        "2",
+        "-ra",
+        "tests/kube/test_controlplane.py",
+        "tests/node/test_image.py",
+        env={"GO": "/nonexistent/go", "XDG_CACHE_HOME": str(cache)},
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout

@@ -45,7 +45,7 @@ import yaml
 
 from tests.kube import pki as pki_module
 from tests.kube.controlplane import ControlPlane, Process, free_port, tail
-from tests.node.image_support import NodeUnavailableError, cache_root, image_name
+from tests.node.image_support import NodeUnavailableError, image_name
 
 HERE = pathlib.Path(__file__).resolve().parent
 BUILD_SCRIPT = HERE / "build.sh"
@@ -60,6 +60,10 @@ KUBERNETES_SERVICE_IP = "10.217.2.1"
 CLUSTER_DNS_IP = "10.217.2.10"
 CHAIN = "FSNODE-FORWARD"
 CNI_BIN = pathlib.Path("/usr/lib/cni")
+# The node's lock and what a killed run left: one node per machine, whatever cache a run
+# builds into (a run with its own XDG_CACHE_HOME still takes the lock every other run takes;
+# a node needs root, so HOME is root's).
+RUN_DIR = pathlib.Path.home() / ".cache" / "feedbackstore-webhook" / "node-run"
 SYSCTLS = (
     "net/ipv4/ip_forward",
     "vm/overcommit_memory",
@@ -146,7 +150,7 @@ class Node:
         self.image_tarball = image_tarball
         self.workdir = workdir
         self.report = report
-        self.run_dir = cache_root().parent / "node-run"
+        self.run_dir = RUN_DIR
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock: IO[str] | None = None
         self.plane = ControlPlane(

@@ -144,13 +144,17 @@ def build_on_controller(config: pytest.Config) -> None:
     if not groups:
         return
     say = _printer(config)
-    for group in groups:
-        if group.host is not None:
-            try:
-                group.host()
-            except NodeUnavailableError as missing:
-                _unavailable(found, group, str(missing), say)
     cannot: dict[str, str] = {}  # tool -> why it cannot be had on this machine
+    # What takes no build first, so that the groups it rules out are named before any build.
+    for group in groups:
+        try:
+            if group.host is not None:
+                group.host()
+            for name in group.tools:
+                if TOOLS[name].command is not None and name not in found.tools:
+                    _obtain(found, TOOLS[name], say)
+        except (NodeUnavailableError, ToolUnavailableError) as missing:
+            _unavailable(found, group, str(missing), say)
     for group in groups:
         if group.name in found.unavailable:
             continue

@@ -16,11 +16,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import pathlib
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 from kubernetes import client as k8s
@@ -28,6 +27,7 @@ from kubernetes import config as k8s_config
 
 from tests.kube.controlplane import ControlPlane, free_port
 from tests.support.servers import ConsoleServer
+from tests.support.waiting import eventually as eventually  # the kube tests' import
 from webhook.certs.issue import issue_bundle
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -42,26 +42,6 @@ API_VERSION = f"{GROUP}/{VERSION}"
 TEST_LABEL = "feedbackstore-test/webhook"
 # Where the CRD variant is probed: never matched by any test webhook.
 PROBE_NAMESPACE = "default"
-
-T = TypeVar("T")
-
-
-def eventually(
-    check: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"
-) -> T:
-    """Poll `check` until it returns a truthy value (returned) or raise with the last answer."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except AssertionError as error:
-            last = error
-        else:
-            if last:
-                return last
-        time.sleep(interval)
-    raise AssertionError(f"{what} not met within {timeout} s; last: {last!r}")
 
 
 def api_client(plane: ControlPlane, kubeconfig: pathlib.Path | None = None) -> k8s.ApiClient:

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from tests.support import waiting
 from tests.support.emulator import resources, watch
 from tests.support.emulator.faults import Faults
 from tests.support.emulator.resources import FEEDBACKSTORES, ResourceType
@@ -263,12 +264,7 @@ class ApiServerEmulator:
         interval: float = 0.02,
         message: str = "",
     ) -> Any:
-        """Poll until ``predicate()`` is truthy and return it; AssertionError after ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = predicate()
-            if result:
-                return result
-            if time.monotonic() >= deadline:
-                raise AssertionError(message or f"condition not met within {timeout}s")
-            time.sleep(interval)
+        """`tests.support.waiting.eventually`, at the emulator's own pace (10 s, every 20 ms)."""
+        return waiting.eventually(
+            predicate, timeout=timeout, interval=interval, what=message or "condition"
+        )

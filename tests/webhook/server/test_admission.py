@@ -17,8 +17,8 @@ from tests.support.admission_apiserver import accepted_answer, kubectl_denial_te
 from tests.support.pki import SERVICE_DNS, client_context
 from tests.support.reviews import V1BETA1, create, duplicate_spec, update, valid_spec
 from tests.support.servers import Webhook, WebhookFactory
+from tests.support.waiting import eventually_async
 from tests.webhook.admission.test_decision import RULES
-from tests.webhook.server.test_tls import eventually
 from webhook.admission import Why
 from webhook.observability.logs import JsonFormatter
 from webhook.server.app import CERTIFICATE
@@ -445,7 +445,7 @@ async def test_a_client_that_leaves_mid_body_is_not_an_internal_error(
     async def counted() -> bool:
         return await webhook.client.metric(sample) == 1.0
 
-    await eventually(counted)  # the server sees the hang-up when it next reads
+    await eventually_async(counted)  # the server sees the hang-up when it next reads
     records = [r for r in caplog.records if r.name.endswith("admission")]
     assert [(r.levelname, r.getMessage()) for r in records] == [("WARNING", "bad request")]
     entry = orjson.loads(JsonFormatter().format(records[0]))

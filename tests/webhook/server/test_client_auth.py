@@ -20,7 +20,7 @@ from tests.support.admission_apiserver import accepted_answer
 from tests.support.pki import SERVICE_DNS, PlainFiles, client_context
 from tests.support.reviews import create, duplicate_spec
 from tests.support.servers import WebhookClient, config_for, running_webhook
-from tests.webhook.server.test_tls import eventually
+from tests.support.waiting import eventually_async
 from webhook.server.run import RunningServer
 from webhook.server.tls import CertificateError
 
@@ -190,14 +190,14 @@ async def test_a_changed_client_ca_applies_to_the_next_handshake(guarded: Guarde
     async def new_accepted() -> bool:
         return (await first_bytes(port, with_client_cert(guarded.ca, new))).startswith(SERVED)
 
-    await eventually(new_accepted)
+    await eventually_async(new_accepted)
     assert (await first_bytes(port, with_client_cert(guarded.ca, old))).startswith(SERVED)
     guarded.client_ca_file.write_bytes(new.cert_pem.bytes())
 
     async def old_refused() -> bool:
         return await first_bytes(port, with_client_cert(guarded.ca, old)) == b""
 
-    await eventually(old_refused)
+    await eventually_async(old_refused)
     assert (await first_bytes(port, with_client_cert(guarded.ca, new))).startswith(SERVED)
     probe = guarded.client(None, probe=True)
     try:
@@ -219,7 +219,7 @@ async def test_a_broken_client_ca_is_refused_and_the_previous_one_kept(
         async def was_refused() -> bool:
             return await probe.metric(refused) >= 1
 
-        await eventually(was_refused)
+        await eventually_async(was_refused)
     finally:
         await probe.close()
     port = guarded.server.port

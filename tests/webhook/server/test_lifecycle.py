@@ -21,10 +21,10 @@ from tests.support.admission_apiserver import accepted_answer, kubectl_denial_te
 from tests.support.pki import SERVICE_DNS, PlainFiles, client_context, issue
 from tests.support.reviews import create, duplicate_spec
 from tests.support.servers import ConsoleServer, WebhookClient
+from tests.support.waiting import eventually_async
 from tests.webhook.server.test_tls import (
     HANDSHAKE_REFUSED,
     REFUSAL,
-    eventually,
     legacy_client,
     served_fingerprint,
 )
@@ -126,7 +126,7 @@ async def test_the_real_process_rotates_its_certificate_and_refuses_old_tls(
     async def serving_new() -> bool:
         return await served_fingerprint(port, context) == new.fingerprint
 
-    await eventually(serving_new)
+    await eventually_async(serving_new)
     with pytest.raises(HANDSHAKE_REFUSED, match=REFUSAL):
         await served_fingerprint(port, legacy_client(ca, ssl.TLSVersion.TLSv1_1))
     server.signal(signal.SIGTERM)

@@ -22,8 +22,8 @@ import trustme
 from tests.support.pki import PlainFiles, client_context
 from tests.support.reviews import create, duplicate_spec, valid_spec
 from tests.support.servers import ConsoleServer, WebhookClient
+from tests.support.waiting import eventually_async
 from tests.webhook.server.test_lifecycle import _console, serving_port, tls_args  # noqa: F401 (fixture)
-from tests.webhook.server.test_tls import eventually
 from webhook.observability import logs
 from webhook.observability.logs import JsonFormatter
 
@@ -221,7 +221,7 @@ async def test_at_warning_level_denials_are_not_logged_but_bad_requests_are(
     )
     client = WebhookClient(port, client_context(ca))
     try:
-        await eventually(lambda: ready(client))
+        await eventually_async(lambda: ready(client))
         assert len(await post_denials(port, ca, 16)) == 16
         assert (await client.review(create(valid_spec())))[0] == 200
         assert (await client.post("/validate", b"{"))[0] == 400

@@ -9,7 +9,7 @@ import logging
 import pathlib
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import trustme
@@ -31,6 +31,7 @@ from tests.support.servers import (
     config_for,
     running_webhook,
 )
+from tests.support.waiting import eventually_async
 from webhook.server.tls import CertificateError
 
 # The server answers an unacceptable ClientHello with an alert and closes: the client sees
@@ -53,15 +54,6 @@ async def served_fingerprint(
     with contextlib.suppress(ConnectionError, ssl.SSLError):
         await writer.wait_closed()
     return fingerprint(der)
-
-
-async def eventually(check: Callable[[], Awaitable[bool]]) -> None:
-    """Poll `check` until it holds (the test's own timeout bounds the wait)."""
-    async with asyncio.timeout(15):
-        while True:
-            if await check():
-                return
-            await asyncio.sleep(0.05)
 
 
 def legacy_client(ca: trustme.CA, version: ssl.TLSVersion) -> ssl.SSLContext:
@@ -176,7 +168,7 @@ async def rotated(webhook: Webhook, write: Callable[[Pair], None], new: Pair) ->
     async def serving_new() -> bool:
         return await served_fingerprint(webhook.port, context) == new.fingerprint
 
-    await eventually(serving_new)
+    await eventually_async(serving_new)
 
 
 async def test_a_certificate_rewritten_in_place_is_served_to_new_connections(
@@ -211,7 +203,7 @@ async def test_a_secret_volume_symlink_swap_is_served_within_seconds(
         async def serving_second() -> bool:
             return await served_fingerprint(server.port, context) == second.fingerprint
 
-        await eventually(serving_second)
+        await eventually_async(serving_second)
         assert time.monotonic() - swapped_at < 5.0
 
 
@@ -251,7 +243,7 @@ async def test_a_broken_new_pair_is_refused_and_the_old_one_keeps_serving(
     async def was_refused() -> bool:
         return await webhook.client.metric(refused) >= 1
 
-    await eventually(was_refused)
+    await eventually_async(was_refused)
     assert await served_fingerprint(webhook.port, context) == old
     sent = create(duplicate_spec())
     assert accepted_answer(sent, *await webhook.client.review(sent))["allowed"] is False

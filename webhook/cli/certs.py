@@ -54,7 +54,10 @@ def register(subparsers: Any) -> None:
         help="serving certificate lifetime (default %(default)s)",
     )
     parser.add_argument(
-        "--force", action="store_true", help="issue a new CA and certificate even if they fit"
+        "--force",
+        action="store_true",
+        help="issue a new CA and certificate even if they fit; a new CA goes in as "
+        'docs/install.md "Rotate the CA" says, never by applying it at once',
     )
     own = parser.add_argument_group(
         "a certificate of your own",
@@ -88,6 +91,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from webhook.certs.files import read_optional
     from webhook.certs.issue import check_host, is_dns_label, service_hosts
     from webhook.certs.overlay import write_overlay
     from webhook.certs.renewal import ensure_certificates
@@ -116,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
     key_type = KeyType(args.key_type)
     hosts = tuple(dict.fromkeys((*service_hosts(args.service, args.namespace), *args.host)))
     try:
+        previous_ca = read_optional(out_dir / "ca.crt")
         files, outcome = ensure_certificates(
             out_dir, hosts, key_type=key_type, days=args.days, force=args.force
         )
@@ -126,6 +131,14 @@ def run(args: argparse.Namespace) -> int:
             print(
                 "note: the base manifests install into "
                 f"{install.NAMESPACE}/{install.SERVICE}; write an overlay that moves them too",
+                file=sys.stderr,
+            )
+        if previous_ca is not None and previous_ca != files.ca_cert.read_bytes():
+            print(
+                f"warning: a new CA replaced the one in {files.ca_cert}: applied at once, "
+                "FeedbackStore writes fail until every webhook pod serves the new pair. Roll it "
+                'out as docs/install.md "Rotate the CA" says (the old CA and pair are still in '
+                f"the Secret {args.namespace}/{install.SECRET})",
                 file=sys.stderr,
             )
         print(f"next: kubectl apply -k {out_dir}")

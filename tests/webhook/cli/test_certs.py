@@ -156,10 +156,12 @@ def test_running_it_again_keeps_everything(tmp_path: pathlib.Path) -> None:
 
 
 def test_force_issues_a_new_ca_and_a_new_cabundle(tmp_path: pathlib.Path) -> None:
-    issue(tmp_path)
+    first = issue(tmp_path)
+    assert "warning" not in first.stderr, "a first CA is no rotation"
     before = read_yaml(tmp_path / "cabundle-patch.yaml")
     result = issue(tmp_path, "--force")
     assert result.stdout.startswith("created: ")
+    assert 'Roll it out as docs/install.md "Rotate the CA" says' in result.stderr
     after = read_yaml(tmp_path / "cabundle-patch.yaml")
     assert after != before
     assert (

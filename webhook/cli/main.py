@@ -8,7 +8,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from webhook import __version__
+from webhook import version
 
 # Subcommand modules under webhook.cli, in the order `--help` lists them.
 SUBCOMMANDS = (
@@ -28,11 +28,23 @@ def build_parser() -> argparse.ArgumentParser:
         prog="feedbackstore-webhook",
         description="Admission webhook, status writer and offline validator for FeedbackStores.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"webhook.cli.{name}").register(subparsers)
     return parser
+
+
+class _Version(argparse.Action):
+    """argparse's `version` action, with the version read only when asked for: every command
+    builds this parser, and `validate` in a pre-commit hook should not pay for the lookup."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(f"{parser.prog} {version()}")
+        parser.exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

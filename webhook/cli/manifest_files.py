@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -15,6 +15,8 @@ from typing import Any, Final
 import orjson
 import yaml
 
+from webhook.cli.repository_layout import excluded
+from webhook.rules.forms import INLINE, STORE
 from webhook.rules.manifest import list_items
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -22,6 +24,8 @@ STDIN = "-"
 # A source larger than this is refused before it is parsed: kube-apiserver takes objects of
 # ~1.5 MiB, so this is thousands of them, and past it pure-Python parsing takes minutes.
 MAX_SOURCE_BYTES: Final = 64 * 2**20
+# The kinds whose declarations `validate` judges, as a text that holds one must name them.
+DECLARING_KINDS: Final = (STORE.kind, INLINE.kind)
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -38,6 +42,13 @@ def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
         if key_node.tag == "tag:yaml.org,2002:merge":
             continue
         key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, Hashable):  # `{{ name }}: x`, as a template writes it
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                "found a mapping or list as a key (kubectl refuses it: invalid map key)",
+                key_node.start_mark,
+            )
         if key in own:
             raise yaml.constructor.ConstructorError(
                 "while constructing a mapping",
@@ -74,12 +85,15 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class ReadError:
-    """Why a source could not be read; `line` counts from 1 when known."""
+    """Why a source could not be read; `line` counts from 1 when known. `names_a_kind` is False
+    for a text that failed to parse and names no kind `validate` judges (DECLARING_KINDS): YAML
+    of another tool (a template, a custom tag), which holds no declaration to miss."""
 
     source: str
     message: str
     line: int | None = None
     column: int | None = None
+    names_a_kind: bool = True
 
     def __str__(self) -> str:
         place = (self.source, self.line, self.column if self.line is not None else None)
@@ -87,17 +101,49 @@ class ReadError:
         return f"{where}: {self.message}"
 
 
-def read_all(paths: Sequence[str]) -> Iterator[Document | ReadError]:
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A source, or one document of it (`document`, from 1), not judged, and why: `validate`'s
+    note."""
+
+    source: str
+    reason: str
+    document: int | None = None
+
+    def __str__(self) -> str:
+        where = self.source if self.document is None else f"{self.source}:{self.document}"
+        return f"{where}: not judged: {self.reason}"
+
+
+def read_all(
+    paths: Sequence[str],
+    exclude: Sequence[str] = (),
+    skip: Callable[[str], str | None] | None = None,
+) -> Iterator[Document | ReadError | Skipped]:
     """Each document under `paths` as soon as it is parsed, so a caller keeps only what it needs
-    of each node tree (all at once cost time and memory: bench/validate/run.py)."""
+    of each node tree (all at once cost time and memory: bench/validate/run.py). What the
+    `exclude` globs match is left out silently (a directory is not entered); a file `skip`
+    gives a reason for is not read."""
     for path in paths:
         if path != STDIN and os.path.isdir(path):
-            for found in _walk(path):
-                yield from read_documents(found)
+            for found in _walk(path, exclude):
+                yield from _read_unless_skipped(found, skip)
+        elif path != STDIN and exclude and excluded(path, exclude):
+            continue
         elif path == STDIN or os.path.exists(path):
-            yield from read_documents(path)
+            yield from _read_unless_skipped(path, skip)
         else:
             yield ReadError(path, "no such file or directory")
+
+
+def _read_unless_skipped(
+    path: str, skip: Callable[[str], str | None] | None
+) -> Iterator[Document | ReadError | Skipped]:
+    reason = skip(path) if skip is not None and path != STDIN else None
+    if reason is None:
+        yield from read_documents(path)
+    else:
+        yield Skipped(path, reason)
 
 
 def objects(content: object, node: yaml.Node | None) -> Iterator[tuple[object, yaml.Node | None]]:
@@ -120,12 +166,20 @@ def _item_nodes(node: yaml.Node | None, count: int) -> list[yaml.Node | None]:
     return [None] * count
 
 
-def _walk(top: str) -> list[str]:
-    """The manifests below `top` in a stable order, dot-directories skipped."""
+def _walk(top: str, exclude: Sequence[str] = ()) -> list[str]:
+    """The manifests below `top` in a stable order, dot-directories and what `exclude`
+    matches skipped."""
     found: list[str] = []
     for root, dirs, files in os.walk(top):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found += [os.path.join(root, n) for n in files if n.endswith(MANIFEST_SUFFIXES)]
+        dirs[:] = [
+            d for d in dirs
+            if not d.startswith(".") and not (exclude and excluded(os.path.join(root, d), exclude))
+        ]  # fmt: skip
+        found += [
+            path
+            for path in (os.path.join(root, n) for n in files if n.endswith(MANIFEST_SUFFIXES))
+            if not (exclude and excluded(path, exclude))
+        ]
     return sorted(found, key=lambda path: Path(os.path.relpath(path, top)).parts)
 
 
@@ -233,11 +287,15 @@ def _read_bytes(source: str) -> bytes:
         return handle.read(MAX_SOURCE_BYTES + 1)
 
 
+def _names(text: str) -> bool:
+    return any(kind in text for kind in DECLARING_KINDS)
+
+
 def _parse_json(name: str, text: str) -> Iterator[Document | ReadError]:
     try:
         content = orjson.loads(text)
     except orjson.JSONDecodeError as err:
-        yield ReadError(name, f"cannot parse JSON: {err.msg}", err.lineno, err.colno)
+        yield ReadError(name, f"cannot parse JSON: {err.msg}", err.lineno, err.colno, _names(text))
         return
     try:  # JSON is YAML: its node tree places problems, while orjson decodes it
         node: yaml.Node | None = yaml.compose(text, Loader=_BaseLoader)
@@ -256,17 +314,18 @@ def _parse_yaml(name: str, text: str) -> Iterator[Document | ReadError]:
             index += 1
             if node is not None and (excess := excessive_aliasing(node)) is not None:
                 line = node.start_mark.line + 1
-                yield ReadError(name, f"cannot parse YAML: document {index}: {excess}", line)
+                message = f"cannot parse YAML: document {index}: {excess}"
+                yield ReadError(name, message, line, names_a_kind=_names(text))
                 return
             yield Document(name, index, loader.construct_document(node), node, text)
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
         problem = err.problem or err.context or "invalid YAML"
-        yield ReadError(name, f"cannot parse YAML: {problem}", line, column)
+        yield ReadError(name, f"cannot parse YAML: {problem}", line, column, _names(text))
     except yaml.YAMLError as err:
-        yield ReadError(name, f"cannot parse YAML: {err}")
+        yield ReadError(name, f"cannot parse YAML: {err}", names_a_kind=_names(text))
     except RecursionError:
-        yield ReadError(name, "cannot parse YAML: nesting too deep")
+        yield ReadError(name, "cannot parse YAML: nesting too deep", names_a_kind=_names(text))
     finally:
         loader.dispose()

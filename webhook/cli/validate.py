@@ -12,7 +12,16 @@ from typing import Any, Final
 import yaml
 
 from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-from webhook.cli.manifest_files import Document, ReadError, objects, read_all
+from webhook.cli.manifest_files import (
+    DECLARING_KINDS,
+    STDIN,
+    Document,
+    ReadError,
+    Skipped,
+    objects,
+    read_all,
+)
+from webhook.cli.repository_layout import Patches, chart_template, partial
 from webhook.cli.validate_output import RENDERERS
 from webhook.cli.validate_report import ChangeWarning, Report, Result, locate
 from webhook.kube.objects import metadata_of
@@ -40,7 +49,9 @@ def register(subparsers: Any) -> None:
             "Check every FeedbackStore, and every AgentDeployment's spec.feedback, in YAML/JSON "
             "files (multi-document files, directories recursively: *.yaml, *.yml, *.json; - "
             "reads stdin) with the same rules as the admission webhook. Other kinds, and "
-            "AgentDeployments without spec.feedback, are skipped. Exit {EXIT_OK}: all valid; "
+            "AgentDeployments without spec.feedback, are skipped. Helm chart templates, kustomize "
+            "patches and files that are not YAML or JSON and name neither kind are not judged, "
+            f"with a note on stderr. Exit {EXIT_OK}: all valid; "
             f"{EXIT_PROBLEMS}: some invalid; {EXIT_UNUSABLE}: some input could not be read or "
             "parsed."
         ),
@@ -64,16 +75,39 @@ def register(subparsers: Any) -> None:
         "change does to score ingestion, per FeedbackStore (or AgentDeployment's spec.feedback) "
         "matched by kind, namespace and name",
     )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out files and directories whose path (as given or found) or name matches "
+        "GLOB (`*` spans `/`); repeat for more",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     report = Report()
+    patches = Patches()
+    patched: dict[str, str | None] = {}  # a patch file's note, once for all its documents
     current: list[Document] = []  # for --previous: what was read
-    for read in read_all(args.paths):
-        if isinstance(read, ReadError):
-            report.errors.append(read)
+    for read in read_all(args.paths, args.exclude, chart_template):
+        if isinstance(read, Skipped):
+            report.notes.append(read)
             continue
+        if isinstance(read, ReadError):
+            if read.names_a_kind:
+                report.errors.append(read)
+            else:
+                report.notes.append(Skipped(read.source, _unparsed(read)))
+            continue
+        if read.source != STDIN and _declares(read):
+            if read.source not in patched:
+                patched[read.source] = why = patches.why(read.source)
+                if why:
+                    report.notes.append(Skipped(read.source, why))
+            if patched[read.source]:
+                continue
         for content, node in objects(read.content, read.node):
             _check(read, content, node, report, args.warnings_as_errors)
         if args.previous:
@@ -85,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     sys.stdout.buffer.write(RENDERERS[args.output](report, changes))
     sys.stdout.flush()
+    for note in report.notes:
+        print(f"feedbackstore-webhook: note: {note}", file=sys.stderr)
     for error in report.errors:
         print(f"feedbackstore-webhook: error: {error}", file=sys.stderr)
     code = report.exit_code()
@@ -99,7 +135,25 @@ def _check(
     if not isinstance(content, dict) or (form := declaring_form(content)) is None:
         report.skipped += 1
         return
+    if why := partial(content):
+        report.skipped += 1
+        report.notes.append(Skipped(document.source, why, document.index))
+        return
     report.results.append(result_of(document, content, node, strict, form))
+
+
+def _unparsed(error: ReadError) -> str:
+    line = f" (line {error.line})" if error.line is not None else ""
+    return f"{error.message}{line}, and it names no {' or '.join(DECLARING_KINDS)}"
+
+
+def _declares(document: Document) -> bool:
+    """Whether a document declares a store: only then is it worth asking whether it is a patch
+    (the question reads every kustomization of the repository once)."""
+    return any(
+        isinstance(content, dict) and declaring_form(content) is not None
+        for content, _ in objects(document.content, document.node)
+    )
 
 
 def result_of(

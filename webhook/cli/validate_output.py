@@ -97,6 +97,9 @@ def json(report: Report, changes: Changes) -> bytes:
             {"source": e.source, "line": e.line, "column": e.column, "message": e.message}
             for e in report.errors
         ],
+        "notes": [
+            {"source": n.source, "document": n.document, "message": n.reason} for n in report.notes
+        ],
     }
     if changes is not None:
         body["changes"] = [

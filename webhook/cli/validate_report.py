@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE
-from webhook.cli.manifest_files import ReadError
+from webhook.cli.manifest_files import ReadError, Skipped
 from webhook.rules.field_errors import ErrorType
 from webhook.rules.field_path import Path, Step
 from webhook.rules.forms import INLINE, STORE
@@ -149,6 +149,7 @@ class Report:
     results: list[Result] = field(default_factory=list)
     skipped: int = 0
     errors: list[ReadError] = field(default_factory=list)
+    notes: list[Skipped] = field(default_factory=list)
 
     @property
     def invalid(self) -> int:
@@ -169,6 +170,8 @@ def summary(report: Report) -> str:
         f"{' and '.join(checked)} checked, {report.invalid} invalid, "
         f"{counted(report.skipped, 'other document')} skipped"
     )
+    if files := sum(1 for note in report.notes if note.document is None):
+        text += f", {counted(files, 'file')} not judged"
     if report.errors:
         text += f", {counted(len(report.errors), 'input')} unreadable"
     return text

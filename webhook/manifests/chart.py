@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import yaml
 
-from webhook import install
+from webhook import install, version
 from webhook.manifests.render import render_yaml
 
 # The install namespace as manifests/ spell it; in the chart it is the release's.
@@ -412,6 +412,11 @@ def _deployment(
 def _image(container: dict[str, Any], markers: _Markers, root: dict[str, Any]) -> dict[str, Any]:
     """The container with the chart's image: one for every component and the cleanup Job."""
     repository, _, tag = container["image"].rpartition(":")
+    if tag != version():
+        raise ValueError(
+            f"{container['image']}: the image tag the manifests deploy is the release, "
+            f"{version()} (pyproject.toml)"
+        )
     image = {"repository": repository, "tag": tag, "digest": "",
              "pullPolicy": container.get("imagePullPolicy", "IfNotPresent")}  # fmt: skip
     if root.setdefault("image", image) != image:
@@ -588,10 +593,9 @@ def values_text(defaults: dict[str, Any], out: str = DEFAULT_OUT) -> str:
     return "\n".join(parts) + "\n"
 
 
-def chart_yaml(defaults: dict[str, Any], out: str = DEFAULT_OUT) -> str:
+def chart_yaml(out: str = DEFAULT_OUT) -> str:
     from webhook.manifests.cel_rules import MIN_KUBERNETES
 
-    version = defaults["image"]["tag"]
     header = HEADER.format(source="*", out=out).replace("from manifests/*", "from manifests/")
     return render_yaml(
         {
@@ -600,8 +604,8 @@ def chart_yaml(defaults: dict[str, Any], out: str = DEFAULT_OUT) -> str:
             "description": "Admission webhook and status writer for FeedbackStores "
             "(agents.ctxmesh.ai): one verdict at admission, in status and offline.",
             "type": "application",
-            "version": version,
-            "appVersion": version,
+            "version": version(),
+            "appVersion": version(),
             "kubeVersion": ">={}.{}.0-0".format(*MIN_KUBERNETES),
         },
         header=header,
@@ -612,7 +616,7 @@ def chart_files(manifests: pathlib.Path, out: str = DEFAULT_OUT) -> dict[str, st
     """Every generated file of the chart: {path in the chart: text}."""
     chart = generate(manifests, out)
     return {
-        "Chart.yaml": chart_yaml(chart.defaults, out),
+        "Chart.yaml": chart_yaml(out),
         "values.yaml": values_text(chart.defaults, out),
         **chart.files,
     }

@@ -13,7 +13,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
-from webhook import __version__
+from webhook import version
 from webhook.install import FIELD_MANAGER
 from webhook.kube.cache import Key, ObjectCache
 from webhook.kube.client import LeaseApi
@@ -43,7 +43,7 @@ class StatusController:
         self.settings = settings
         self.metrics = metrics or WriterMetrics()
         # Non-apply writes (Lease, Event) are attributed to the user agent's first word.
-        api_client.user_agent = f"{FIELD_MANAGER}/{__version__}"
+        api_client.user_agent = f"{FIELD_MANAGER}/{version()}"
         # Election on a client (pool, token bucket) of its own, as kube-controller-manager's: a
         # renewal never queues behind throttled status writes and loses the Lease for it.
         self._lease_client = throttle(ApiClient(api_client.configuration), _bucket(settings))

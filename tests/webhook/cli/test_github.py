@@ -71,8 +71,8 @@ def test_an_unreadable_file_is_an_error_annotation_at_the_parsers_position(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text("spec: [\n  a: b\n")
+    path.write_text("kind: FeedbackStore\nspec: [\n  a: b\n")
     assert main(["validate", "-o", "github", str(path)]) == 2
     level, props, message = parse(capsys.readouterr().out.splitlines()[0])
-    assert (level, props["file"], props["line"], props["col"]) == ("error", str(path), "3", "1")
+    assert (level, props["file"], props["line"], props["col"]) == ("error", str(path), "4", "1")
     assert message.startswith("cannot parse YAML")

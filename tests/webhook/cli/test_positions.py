@@ -166,7 +166,7 @@ def test_text_output_is_file_line_column(
 
 
 BAD_INPUT = [
-    ("not YAML", b"spec: [\n  a: b\n", "did not find expected ',' or ']'", 3),
+    ("not YAML", b"kind: FeedbackStore\nspec: [\n  a: b\n", "did not find expected ',' or ']'", 4),
     ("a key repeated", (HEAD + "spec: {}\nspec: {}\n").encode(), "duplicate key", 5),
 ]
 

@@ -197,11 +197,34 @@ def test_other_groups_kinds_and_non_objects_are_skipped(tmp_path: Path) -> None:
     )
 
 
+# Each names a kind `validate` judges: a broken file that names none is no manifest of ours
+# and is skipped with a note (tests/webhook/cli/test_repository.py).
 UNREADABLE = [
     ("broken YAML names the file and line", "bad.yaml", b"kind: FeedbackStore\nspec: [1\n", ":3:"),
-    ("a tab-indented YAML file names its line", "tab.yaml", b"a:\n\tb: 1\n", ":2:"),
-    ("a repeated key is an error, not last-one-wins", "dup.yaml", b"kind: A\nkind: B\n", ":2:"),
-    ("broken JSON names the line", "bad.json", b'{\n  "kind": \n}', ":3:"),
+    (
+        "a tab-indented YAML file names its line",
+        "tab.yaml",
+        b"kind: FeedbackStore\na:\n\tb: 1\n",
+        ":3:",
+    ),
+    (
+        "a repeated key is an error, not last-one-wins",
+        "dup.yaml",
+        b"kind: FeedbackStore\nkind: B\n",
+        ":2:",
+    ),
+    (
+        "broken JSON names the line",
+        "bad.json",
+        b'{\n  "kind": "FeedbackStore",\n  "spec": \n}',
+        ":4:",
+    ),
+    (
+        "a mapping as a key is refused as kubectl refuses it, not a crash",
+        "key.yaml",
+        b"kind: FeedbackStore\nmetadata:\n  name: {{ .Release.Name }}\n",
+        ":3:10: cannot parse YAML: found a mapping or list as a key",
+    ),
     ("a binary file is not a manifest", "bin.yaml", bytes(range(256)), "not a text file"),
     (
         "a non-UTF-8 file is not a manifest",
@@ -212,11 +235,21 @@ UNREADABLE = [
     (
         "absurdly deep nesting is refused",
         "deep.yaml",
-        b"a: " + b"[" * 100_000 + b"]" * 100_000,
+        b"kind: FeedbackStore\na: " + b"[" * 100_000 + b"]" * 100_000,
         "cannot parse YAML",
     ),
-    ("absurdly deep JSON is refused", "deep.json", b"[" * 100_000 + b"]" * 100_000, "JSON"),
-    ("an alias bomb is refused as kubectl refuses it", "bomb.yaml", BOMB, "excessive aliasing"),
+    (
+        "absurdly deep JSON is refused",
+        "deep.json",
+        b'["AgentDeployment", ' + b"[" * 100_000 + b"]" * 100_001,
+        "JSON",
+    ),
+    (
+        "an alias bomb is refused as kubectl refuses it",
+        "bomb.yaml",
+        b"kind: FeedbackStore\n" + BOMB,
+        "excessive aliasing",
+    ),
 ]
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.manifest_render import MANIFESTS, NAMESPACE, find, kustomize
+from webhook import version
 
 WEBHOOK = "feedbackstore-webhook"
 WRITER = "feedbackstore-status-writer"
@@ -335,7 +336,7 @@ def test_a_disruption_budget_keeps_one_replica_through_drains(
 def test_the_image_is_the_one_placeholder_kustomize_can_override(
     docs: list[dict[str, Any]], name: str
 ) -> None:
-    assert container(docs, name)["image"] == "ghcr.io/ctxmesh/feedbackstore-webhook:0.1.0"
+    assert container(docs, name)["image"] == f"ghcr.io/ctxmesh/feedbackstore-webhook:{version()}"
 
 
 @BOTH

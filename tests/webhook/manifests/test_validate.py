@@ -20,6 +20,7 @@ import pytest
 import yaml
 from kubernetes_validate.utils import SchemaNotFoundError, all_versions
 
+import webhook
 from tests.docs.pages import page
 from tests.support.manifest_render import MANIFESTS, NAMESPACE, find, kinds, kustomize
 from webhook.manifests.cel_rules import MIN_KUBERNETES
@@ -239,7 +240,33 @@ def test_the_readme_image_overlay_renders_and_swaps_the_image(certs_dir: pathlib
     docs = kustomize(overlay)
     for name in ("feedbackstore-webhook", "feedbackstore-status-writer"):
         (container,) = find(docs, "Deployment", name)["spec"]["template"]["spec"]["containers"]
-        assert container["image"] == "registry.example/feedbackstore-webhook:0.1.0"
+        assert container["image"] == f"registry.example/feedbackstore-webhook:{webhook.version()}"
+
+
+@pytest.mark.parametrize(
+    "route",
+    [
+        pytest.param("../certs", id="the certs command's overlay"),
+        pytest.param("../manifests/cert-manager", id="the cert-manager variant"),
+    ],
+)
+def test_the_platform_overlay_installs_its_route_less_the_crd(
+    certs_dir: pathlib.Path, route: str
+) -> None:
+    root = certs_dir.parent
+    if not (root / "manifests").exists():
+        (root / "manifests").symlink_to(MANIFESTS)
+    text = _readme_overlay("# platform/kustomization.yaml")
+    assert "resources: [../certs]" in text
+    overlay = root / f"platform-{pathlib.Path(route).name}"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        text.replace("../certs", route, 1), encoding="utf-8"
+    )
+    crd = ("CustomResourceDefinition", "feedbackstores.agents.ctxmesh.ai")
+    whole = kinds(kustomize(root / route.removeprefix("../")))
+    assert crd in whole
+    assert kinds(kustomize(overlay)) == [k for k in whole if k != crd]
 
 
 def test_the_readme_rollout_overlay_fails_open_in_a_labelled_namespace_only(

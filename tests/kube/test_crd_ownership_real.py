@@ -44,10 +44,11 @@ def crds(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def platform_route(tmp_path: Path) -> Path:
+    (tmp_path / "manifests").symlink_to(MANIFESTS)  # kustomize takes relative paths only
     overlay = tmp_path / "platform"
     overlay.mkdir()
     (overlay / "kustomization.yaml").write_text(
-        f"resources: [{MANIFESTS}]\ncomponents: [{MANIFESTS / 'without-crd'}]\n"
+        "resources: [../manifests]\ncomponents: [../manifests/without-crd]\n"
     )
     return overlay
 
@@ -108,5 +109,11 @@ def test_applying_the_manifests_replaces_the_platform_s_crd_with_ours(
         assert again.returncode != 0
         assert "conflict" in again.stderr
         assert "kubectl-client-side-apply" in again.stderr
+        # applied client-side instead, it puts its own back, and the next install of ours undoes it
+        control_plane.kubectl(
+            "apply", "-f", "-", stdin=yaml.safe_dump(platform_today_crd()), check=True
+        )
+        eventually(lambda: not refuses_duplicates(control_plane), what="the platform's served")
+        assert served(control_plane)["spec"]["versions"] == platform["spec"]["versions"]
     finally:
         install_crd(control_plane, platform_today_crd())

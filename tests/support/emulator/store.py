@@ -66,6 +66,9 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_OMITTED_WHEN_EMPTY = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
 @dataclass(frozen=True)
 class Change:
     """One stored write: what a watch sends (``obj``) and what an Exact list undoes (``prev``)."""
@@ -531,6 +534,11 @@ class Store:
         self, resource: ResourceType, key: Key, entry: Entry, new: Obj, ownership: Ownership
     ) -> Obj:
         meta = new["metadata"]
+        # ObjectMeta's `omitempty`: a list or map emptied (the last finalizer given up by an
+        # apply) is not stored, as kube-apiserver v1.37.2 stores none.
+        for name in _OMITTED_WHEN_EMPTY:
+            if name in meta and not meta[name]:
+                del meta[name]
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             return self._remove(resource, key, entry, new)
         unchanged = _without_managed(new) == _without_managed(entry.obj)

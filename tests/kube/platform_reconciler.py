@@ -42,7 +42,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
 
-from tests.kube.logged_process import LoggedProcess
+from tests.support.logged_process import LoggedProcess
 
 if TYPE_CHECKING:
     from tests.kube.controlplane import ControlPlane

@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import pathlib
-import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,7 +29,6 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client as k8s
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.kube.cluster import (
     GROUP,
@@ -46,10 +42,12 @@ from tests.kube.cluster import (
     shipped_crd,
 )
 from tests.kube.controlplane import ControlPlane
-from tests.kube.logged_process import LoggedProcess
-from tests.support.status_writer import LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD
+from tests.support import writer_process
+from tests.support.status_writer import LEASE_DURATION as LEASE_DURATION  # the kube tests' import
+from tests.support.status_writer import RENEW_DEADLINE as RENEW_DEADLINE
+from tests.support.status_writer import RETRY_PERIOD as RETRY_PERIOD
+from tests.support.writer_process import SCRIPT as SCRIPT
 
-SCRIPT = str(pathlib.Path(sys.executable).with_name("feedbackstore-webhook"))
 MANAGER = "feedbackstore-status-writer"
 LEASE = "feedbackstore-status-writer"
 
@@ -65,8 +63,9 @@ INVALID_MESSAGE = (
 # -- the writer as a process -----------------------------------------------------------
 
 
-class WriterProcess(LoggedProcess):
-    """`feedbackstore-webhook status-writer` on the real server, as user `status-writer-<tag>`."""
+class WriterProcess(writer_process.WriterProcess):
+    """The writer on the real server, as user `status-writer-<tag>` (or as a ServiceAccount bound
+    as the shipped one), watching `namespace` only, at debug level."""
 
     def __init__(
         self,
@@ -85,72 +84,10 @@ class WriterProcess(LoggedProcess):
             kubeconfig = plane.write_kubeconfig(
                 self.user, plane.pki.client(self.user, "system:masters")
             )
-        command = [
-            SCRIPT,
-            "status-writer",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--namespace",
-            namespace,
-            "--lease-namespace",
-            namespace,
-            "--metrics-port",
-            "0",
-            "--metrics-host",
-            "127.0.0.1",
-            "--lease-duration-seconds",
-            str(LEASE_DURATION),
-            "--renew-deadline-seconds",
-            str(RENEW_DEADLINE),
-            "--retry-period-seconds",
-            str(RETRY_PERIOD),
-            "--resync-seconds",
-            str(resync_seconds),
-            "--workers",
-            "2",
-            "--log-level",
-            "debug",
-            *extra,
-        ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBE")}
-        env["POD_NAME"] = self.user
-        super().__init__(command, workdir / f"{self.user}.log", env=env)
-
-    def messages(self, msg: str) -> list[dict[str, Any]]:
-        return [entry for entry in self.logs() if entry.get("msg") == msg]
-
-    def wait_log(self, msg: str, *, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
-        def seen() -> list[dict[str, Any]]:
-            assert self.process.poll() is None, f"writer exited {self.process.returncode}"
-            found = self.messages(msg)
-            return found if len(found) >= count else []
-
-        found: list[dict[str, Any]] = eventually(
-            seen, timeout=timeout, what=f"log {msg!r} x{count}"
-        )
-        return found
-
-    @property
-    def identity(self) -> str:
-        return str(self.wait_log("status writer started")[0]["identity"])
-
-    # probes and metrics
-
-    def port(self) -> int:
-        return int(self.wait_log("health endpoint listening")[0]["port"])
-
-    def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        url = f"http://127.0.0.1:{self.port()}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            text = response.read().decode()
-        samples = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-        return samples
-
-    def metric(self, name: str, **labels: str) -> float:
-        return self.metrics().get((name, tuple(sorted(labels.items()))), 0.0)
+        options = ["--namespace", namespace, "--resync-seconds", str(resync_seconds)]
+        options += ["--workers", "2", "--log-level", "debug"]
+        log_path = workdir / f"{self.user}.log"
+        super().__init__(kubeconfig, log_path, self.user, namespace, *options, *extra)
 
 
 RBAC = pathlib.Path(__file__).parents[2] / "manifests" / "status-writer" / "rbac.yaml"

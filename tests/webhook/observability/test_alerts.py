@@ -39,7 +39,7 @@ from tests.support.monitoring import (
     unit_tests,
 )
 from tests.support.status_writer import INVALID, NS, VALID, converged, fs
-from tests.webhook.status.test_cli import WriterProcess
+from tests.support.writer_process import WriterProcess
 
 
 def promtool() -> str:
@@ -167,7 +167,7 @@ def test_the_status_writer_exposes_every_series_the_tests_feed_and_the_rules_que
 ) -> None:
     apiserver.create(NS, fs("good", VALID))
     apiserver.create(NS, fs("bad", INVALID))
-    writer = WriterProcess(apiserver, tmp_path, "status-writer-0")
+    writer = WriterProcess.on_emulator(apiserver, tmp_path, "status-writer-0")
     try:
         converged(apiserver, timeout=30)
         status, text = writer.get("/metrics")

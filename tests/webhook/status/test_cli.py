@@ -4,17 +4,12 @@ pointing at the emulator, real signals, real probe and metrics endpoints.
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,80 +19,15 @@ from tests.support.status_writer import (
     LEASE_DURATION,
     NS,
     RENEW_DEADLINE,
-    RETRY_PERIOD,
     VALID,
     converged,
     fs,
     running_writer,
 )
+from tests.support.writer_process import SCRIPT, WriterProcess
 from webhook.cli.main import main
 
-SCRIPT = str(Path(sys.executable).with_name("feedbackstore-webhook"))
 LEASE = "feedbackstore-status-writer"
-FAST_LEASE = [
-    "--lease-duration-seconds",
-    str(LEASE_DURATION),
-    "--renew-deadline-seconds",
-    str(RENEW_DEADLINE),
-    "--retry-period-seconds",
-    str(RETRY_PERIOD),
-]
-
-
-class WriterProcess:
-    """The console script running against the emulator, its JSON log in a file."""
-
-    def __init__(self, emu: ApiServerEmulator, workdir: Path, pod: str, *extra: str) -> None:
-        kubeconfig = emu.write_kubeconfig(workdir / f"{pod}.kubeconfig")
-        self.log_path = workdir / f"{pod}.log"
-        self._log = self.log_path.open("wb")
-        command = [
-            SCRIPT,
-            "status-writer",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--lease-namespace",
-            NS,
-            "--metrics-port",
-            "0",
-            "--metrics-host",
-            "127.0.0.1",
-            *FAST_LEASE,
-            *extra,
-        ]
-        env = {**os.environ, "POD_NAME": pod}
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=self._log, env=env
-        )
-
-    def log_lines(self) -> list[dict[str, Any]]:
-        text = self.log_path.read_text(encoding="utf-8")
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-    def port(self) -> int:
-        def find() -> int | None:
-            for entry in self.log_lines():
-                if entry["msg"] == "health endpoint listening":
-                    return int(entry["port"])
-            return None
-
-        found: int = ApiServerEmulator.eventually(find, timeout=30)
-        return found
-
-    def get(self, path: str) -> tuple[int, str]:
-        url = f"http://127.0.0.1:{self.port()}{path}"
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
-        self.process.send_signal(sig)
-        try:
-            return self.process.wait(timeout)
-        finally:
-            self._log.close()
 
 
 @pytest.fixture
@@ -120,7 +50,7 @@ def test_sigterm_stops_releases_the_lease_and_exits_0(
 ) -> None:
     apiserver.create(NS, fs("good", VALID))
     apiserver.create(NS, fs("bad", INVALID))
-    writer = WriterProcess(apiserver, tmp_path, "status-writer-7f9c-x2k4q")
+    writer = WriterProcess.on_emulator(apiserver, tmp_path, "status-writer-7f9c-x2k4q")
     processes.append(writer)
     converged(apiserver, timeout=30)
     identity = holder(apiserver)
@@ -140,7 +70,8 @@ def test_sigterm_stops_releases_the_lease_and_exits_0(
 
     assert writer.stop() == 0
     assert holder(apiserver) == ""
-    entries = writer.log_lines()  # every line parsed as JSON
+    entries = writer.logs()
+    assert [e for e in entries if e["msg"] == "(not JSON)"] == []
     messages = [e["msg"] for e in entries]
     assert "lease released" in messages
     assert "signal received; stopping" in messages
@@ -155,7 +86,7 @@ def test_a_killed_leader_is_replaced_once_its_lease_expires(
     apiserver: ApiServerEmulator, tmp_path: Path, processes: list[WriterProcess]
 ) -> None:
     apiserver.create(NS, fs("store", INVALID))
-    leader = WriterProcess(apiserver, tmp_path, "writer-a")
+    leader = WriterProcess.on_emulator(apiserver, tmp_path, "writer-a")
     processes.append(leader)
     converged(apiserver, timeout=30)
     with running_writer(apiserver, identity="writer-b") as standby:
@@ -178,7 +109,7 @@ def test_readyz_waits_for_the_first_list(
     apiserver: ApiServerEmulator, tmp_path: Path, processes: list[WriterProcess]
 ) -> None:
     apiserver.faults.fail_next(10_000, 500, method="GET", path_contains="/feedbackstores")
-    writer = WriterProcess(apiserver, tmp_path, "not-ready")
+    writer = WriterProcess.on_emulator(apiserver, tmp_path, "not-ready")
     processes.append(writer)
     assert writer.get("/healthz")[0] == 200
     assert writer.get("/readyz") == (503, "not ready\n")

@@ -10,6 +10,9 @@ import signal
 import subprocess
 from typing import Any
 
+# Beside the class: its `signal` method hides the module inside its body.
+_TERM = signal.SIGTERM
+
 
 class LoggedProcess:
     def __init__(
@@ -44,8 +47,8 @@ class LoggedProcess:
     def signal(self, sig: signal.Signals) -> None:
         self.process.send_signal(sig)
 
-    def stop(self, timeout: float = 20.0) -> int:
-        self.process.send_signal(signal.SIGTERM)
+    def stop(self, sig: signal.Signals = _TERM, timeout: float = 20.0) -> int:
+        self.process.send_signal(sig)
         try:
             return self.process.wait(timeout)
         finally:

@@ -46,18 +46,13 @@ from tests.support import writer_process
 from tests.support.status_writer import LEASE_DURATION as LEASE_DURATION  # the kube tests' import
 from tests.support.status_writer import RENEW_DEADLINE as RENEW_DEADLINE
 from tests.support.status_writer import RETRY_PERIOD as RETRY_PERIOD
+from tests.support.stores import INVALID as INVALID
+from tests.support.stores import INVALID_MESSAGE as INVALID_MESSAGE
+from tests.support.stores import VALID as VALID
 from tests.support.writer_process import SCRIPT as SCRIPT
 
 MANAGER = "feedbackstore-status-writer"
 LEASE = "feedbackstore-status-writer"
-
-
-VALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
-INVALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
-INVALID_MESSAGE = (
-    'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
-    "(first declared at spec.human.scores[0].name)"
-)
 
 
 # -- the writer as a process -----------------------------------------------------------

@@ -50,10 +50,10 @@ from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
 )
 from tests.support.manifest_render import MANIFESTS, kustomize
 from tests.support.manifest_render import NAMESPACE as INSTALL_NAMESPACE
+from tests.support.stores import INVALID
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
-INVALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
 STORES = ("in-use", "one-problem", "valid")
 
 

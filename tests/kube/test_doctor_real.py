@@ -51,6 +51,7 @@ from tests.kube.controlplane import ControlPlane, free_port
 from tests.kube.inuse_support import AGENT_GROUP, AGENT_PLURAL, agent_crd_installed
 from tests.support.doctor_checks import EVERY_CHECK
 from tests.support.servers import ConsoleServer, console_script
+from tests.support.stores import VALID
 from webhook.certs.issue import Bundle, issue_bundle
 from webhook.cli.main import main
 from webhook.rules.api import CRD_NAME
@@ -59,7 +60,6 @@ pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
 SCENARIO_LABEL = "feedbackstore-test/doctor"
 ENDPOINT = "192.0.2.10"
-VALID_SPEC = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -256,7 +256,7 @@ def install(
         )
         stack.enter_context(status_writer(plane, workdir, probe_namespace, namespace))
         k8s.CustomObjectsApi(api_client(plane)).create_namespaced_custom_object(
-            GROUP, VERSION, probe_namespace, PLURAL, feedbackstore("kept", VALID_SPEC)
+            GROUP, VERSION, probe_namespace, PLURAL, feedbackstore("kept", VALID)
         )
         eventually(lambda: _validated(plane, probe_namespace, "kept"), what="store Validated")
         yield Install(plane, namespace, probe_namespace, name, server, workdir)
@@ -284,7 +284,7 @@ def scenario(
 
 def wait_refused(plane: ControlPlane, namespace: str) -> None:
     """Until kube-apiserver uses a broken registration: a dry-run there is refused."""
-    probe = yaml.safe_dump(feedbackstore("refused-probe", VALID_SPEC))
+    probe = yaml.safe_dump(feedbackstore("refused-probe", VALID))
 
     def refused() -> bool:
         result = plane.kubectl(
@@ -555,7 +555,7 @@ def test_stores_with_missing_or_stale_conditions_fail(install: Install) -> None:
     custom = k8s.CustomObjectsApi(api_client(plane))
     for name in ("never-seen", "seen-before"):
         custom.create_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, feedbackstore(name, VALID_SPEC)
+            GROUP, VERSION, namespace, PLURAL, feedbackstore(name, VALID)
         )
     # The status writer's own verdict (Stalled) and the platform's (Validated), both for
     # generation 1; the doctor reads only the first.
@@ -613,7 +613,7 @@ def test_a_store_held_with_no_writer_fails_and_the_printed_way_out_works(
     plane = install.plane
     namespace = new_namespace(plane, "held")  # the install's writer does not watch it
     custom = k8s.CustomObjectsApi(api_client(plane))
-    body = feedbackstore("orphaned", VALID_SPEC)
+    body = feedbackstore("orphaned", VALID)
     body["metadata"]["finalizers"] = ["example.com/keep", "agents.ctxmesh.ai/in-use-protection"]
     custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
     custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "orphaned")
@@ -745,7 +745,7 @@ def test_a_ca_bundle_in_the_first_entry_only_names_the_entries_that_fail_open(
     with registered(install.plane, document, namespace):
         custom = k8s.CustomObjectsApi(api_client(install.plane))
         custom.create_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, feedbackstore("gone", VALID_SPEC)
+            GROUP, VERSION, namespace, PLURAL, feedbackstore("gone", VALID)
         )
         before = _fail_open_count(install.plane, delete_entry)
         deleted = install.plane.kubectl("delete", "-n", namespace, "fs", "gone")

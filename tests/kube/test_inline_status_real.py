@@ -26,13 +26,10 @@ from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     _writers,
     settle,
 )
+from tests.support.stores import INLINE_INVALID_MESSAGE
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
-INVALID_MESSAGE = (
-    'spec.feedback is invalid: spec.feedback.human.scores[1].name: Duplicate value: "thumbs": '
-    "human score names must be unique (first declared at spec.feedback.human.scores[0].name)"
-)
 PLATFORM_STATUS = {
     "conditions": [
         {
@@ -133,7 +130,7 @@ def test_an_invalid_inline_declaration_is_told_by_an_event_and_the_agent_is_neve
     assert (warning["type"], warning["reason"], warning["message"]) == (
         "Warning",
         "InvalidSpec",
-        INVALID_MESSAGE,
+        INLINE_INVALID_MESSAGE,
     )
     involved = warning["involved_object"]
     assert (involved["api_version"], involved["kind"], involved["name"]) == (

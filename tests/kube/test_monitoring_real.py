@@ -23,10 +23,10 @@ from tests.kube.cluster import (
 from tests.kube.controlplane import ControlPlane
 from tests.kube.kubectl_support import register
 from tests.support.monitoring import Series, exposed, fed_series, missing
+from tests.support.stores import VALID
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
-VALID = {"human": {"scores": [{"name": "thumbs"}]}}
 # Two sources declaring one name: the platform's CRD (no CEL) lets it through to the webhook.
 INVALID = {
     "human": {"scores": [{"name": "csat"}]},

@@ -40,6 +40,7 @@ from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     create_unguarded,
     eventually,
 )
+from tests.support.stores import VALID
 from webhook.cli.main import main
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
@@ -69,7 +70,6 @@ SEVERAL_MESSAGE = (
     "name is declared by both human and an external channel; score names must be unique across "
     "all sources (first declared at spec.human.scores[1].name)"
 )
-VALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
 ONE_PROBLEM: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
 
 # name: (spec, Validated's status and the platform's message, our Stalled status and message)

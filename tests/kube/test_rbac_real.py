@@ -46,6 +46,7 @@ from tests.kube.inuse_support import (
     agent_crd_installed,
 )
 from tests.support.manifest_render import MANIFESTS, NAMESPACE, kustomize
+from tests.support.stores import VALID
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
@@ -62,7 +63,6 @@ ALL_NS, ANY_NS, INSTALL_NS = ["-A"], ["-n", "any"], ["-n", NAMESPACE]
 STATUS = ["--subresource=status", *ANY_NS]
 NAMESPACE_FILE = MANIFESTS / "base" / "namespace.yaml"
 SCRIPT = pathlib.Path(sys.executable).parent / "feedbackstore-webhook"
-VALID = {"human": {"scores": [{"name": "thumbs"}]}}
 # Two sources declaring one score name: valid to the schema, refused by the rules.
 INVALID = {
     "human": {"scores": [{"name": "thumbs"}]},

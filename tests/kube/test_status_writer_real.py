@@ -53,12 +53,12 @@ from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     settle,
     wall_seconds,
 )
+from tests.support.stores import VALID_MESSAGE
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-VALID_MESSAGE = "feedback store spec is coherent"
 TWO_SCORES: dict[str, Any] = {
     "human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}, {"name": "stars"}]}
 }

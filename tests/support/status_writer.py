@@ -15,6 +15,11 @@ from typing import Any
 import orjson
 
 from tests.support.emulator import ApiServerEmulator
+from tests.support.stores import INVALID as INVALID  # the status tests' import
+from tests.support.stores import INVALID_MESSAGE as INVALID_MESSAGE
+from tests.support.stores import VALID as VALID
+from tests.support.stores import VALID_MESSAGE as VALID_MESSAGE
+from tests.support.stores import fs as fs
 from webhook.status.controller import StatusController
 from webhook.status.writer_settings import WriterSettings
 
@@ -23,14 +28,6 @@ FS_PATH = "/apis/agents.ctxmesh.ai/v1beta1"
 LEASE_PATH = "/apis/coordination.k8s.io/v1"
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-
-VALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
-INVALID: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
-VALID_MESSAGE = "feedback store spec is coherent"
-INVALID_MESSAGE = (
-    'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
-    "(first declared at spec.human.scores[0].name)"
-)
 
 # A Validated condition's status, reason and message.
 Expected = tuple[str, str, str]
@@ -46,15 +43,6 @@ EXAMPLE_CONDITIONS: dict[bytes, Expected] = {
     _spec_key(VALID): ("True", "SpecCoherent", VALID_MESSAGE),
     _spec_key(INVALID): ("False", "InvalidSpec", INVALID_MESSAGE),
 }
-
-
-def fs(name: str, spec: object, **metadata: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "agents.ctxmesh.ai/v1beta1",
-        "kind": "FeedbackStore",
-        "metadata": {"name": name, **metadata},
-        "spec": spec,
-    }
 
 
 # The writer's Lease in tests, in-process, as a process and on the real server: short enough for

@@ -20,6 +20,7 @@ from cryptography.x509.oid import NameOID
 
 from tests.support.doctor_checks import EVERY_CHECK
 from tests.support.manifest_render import MANIFESTS
+from tests.support.stores import VALID
 from webhook.certs.issue import Authority, Bundle, issue_authority, issue_bundle, issue_serving
 from webhook.certs.own import load_certificates
 from webhook.doctor import certificates, registration
@@ -1317,7 +1318,7 @@ def test_a_whole_healthy_snapshot(service_bundle: Bundle) -> None:
         lease=lease(),
         stores=[store("a", 1, None) | {"status": {"conditions": [validated(), stalled()]}}],
         probe=ProbeOutcome(201, (WEBHOOK_WARNING,)),
-        agents=[inline_agent("a", VALID_INLINE)],
+        agents=[inline_agent("a", VALID)],
     )
     results = run_checks(snapshot, TARGET, NOW)
     assert [(r.name, r.level) for r in results] == [(name, Level.OK) for name in EVERY_CHECK]
@@ -1443,7 +1444,6 @@ def test_unlisted_stores_skip_the_held_check() -> None:
 
 # -- inline-declarations: AgentDeployments whose spec.feedback is invalid -----
 
-VALID_INLINE = {"human": {"scores": [{"name": "thumbs"}]}}
 DUPLICATE_INLINE = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
 
 
@@ -1461,13 +1461,13 @@ def inline_agent(name: str, feedback: object = None, **spec: object) -> dict[str
     ("agents", "level", "detail"),
     [
         pytest.param(
-            [inline_agent("a", VALID_INLINE), inline_agent("b", feedbackStoreRef="s")],
+            [inline_agent("a", VALID), inline_agent("b", feedbackStoreRef="s")],
             Level.OK,
             "1 AgentDeployment with spec.feedback in all namespaces, every declaration valid",
             id="valid declarations; a reference is not judged",
         ),
         pytest.param(
-            [inline_agent("a", DUPLICATE_INLINE), inline_agent("b", VALID_INLINE)],
+            [inline_agent("a", DUPLICATE_INLINE), inline_agent("b", VALID)],
             Level.WARN,
             "2 AgentDeployments with spec.feedback in all namespaces; 1 "
             "invalid: ns/a (spec.feedback.human.scores[1].name: Duplicate value: "

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from tests.support.scripted_apiserver import Answer, scripted_apiserver, status
+from tests.support.stores import INVALID, VALID
 from webhook.kube.settings import InformerSettings
 from webhook.kube.workqueue import WorkQueue
 from webhook.rules import inuse
@@ -21,8 +22,6 @@ from webhook.status.writer_metrics import WriterMetrics
 
 PATH = f"/apis/{inuse.AGENT_GROUP}/{inuse.AGENT_VERSION}/{inuse.AGENT_PLURAL}"
 NS = "agents"
-VALID = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
-INVALID = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
 
 
 def agent(name: str, version: str, feedback: object) -> dict[str, Any]:

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.stores import INLINE_INVALID_MESSAGE as INVALID_MESSAGE
+from tests.support.stores import INVALID, VALID
 from webhook.rules import Verdict
 from webhook.status import inline as inline_module
 from webhook.status.events import Transition, event_body
@@ -18,13 +20,7 @@ from webhook.status.inline import InlineDeclarations, inline_message, inline_ver
 from webhook.status.writer_metrics import WriterMetrics
 
 KEY = ("agents", "support-bot")
-VALID = {"human": {"scores": [{"name": "thumbs", "dataType": "BOOLEAN"}]}}
-INVALID = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
 OTHER_INVALID = {"mode": "enforce", "human": {"scores": [{"name": "csat"}]}}
-INVALID_MESSAGE = (
-    'spec.feedback is invalid: spec.feedback.human.scores[1].name: Duplicate value: "thumbs": '
-    "human score names must be unique (first declared at spec.feedback.human.scores[0].name)"
-)
 WARN = Transition("Warning", "InvalidSpec")
 FIXED = Transition("Normal", "SpecCoherent")
 

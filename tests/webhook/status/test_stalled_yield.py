@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.status_writer import VALID_MESSAGE
+from tests.support.stores import VALID, VALID_MESSAGE
 from webhook.kube.managed_fields import Owner, condition_owners, keep_condition_ownership
 from webhook.rules import api
 from webhook.status.validated import apply_configuration, plan_status, validated_writers
@@ -23,7 +23,6 @@ NOW_TEXT = "2026-12-04T06:00:00Z"
 EARLIER = "2026-12-04T05:00:00Z"
 WRITER, PLATFORM = "feedbackstore-status-writer", "ctxmesh-operator"
 DUPLICATE_SPEC: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
-VALID_SPEC: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}]}}
 OURS = (
     'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
     "(first declared at spec.human.scores[0].name)"
@@ -92,7 +91,7 @@ def test_a_missing_stalled_beside_an_up_to_date_validated_is_written() -> None:
 
 
 def test_a_valid_store_is_not_stalled_and_says_so_with_the_platforms_words() -> None:
-    plan = plan_status(store(VALID_SPEC, []), NOW)
+    plan = plan_status(store(VALID, []), NOW)
     assert plan.stalled == {
         "type": api.STALLED_CONDITION_TYPE,
         "status": "False",
@@ -180,9 +179,7 @@ YIELD_CASES: list[tuple[str, dict[str, Any], tuple[str, ...], list[dict], str | 
     ),
     (
         "an unknown applier of Validated is yielded to as well",
-        store(
-            VALID_SPEC, [THEIR_VALIDATED], owning("kubectl", "Apply", "Validated", ".", *ALL_FIELDS)
-        ),
+        store(VALID, [THEIR_VALIDATED], owning("kubectl", "Apply", "Validated", ".", *ALL_FIELDS)),
         ("kubectl",),
         [
             condition("Stalled", "False", "SpecCoherent", VALID_MESSAGE)
@@ -229,7 +226,7 @@ def test_validated_is_yielded_to_any_other_manager_of_it(
 
 def test_a_spec_change_while_yielded_writes_stalled_and_leaves_validated_as_it_stands() -> None:
     obj = store(
-        VALID_SPEC,
+        VALID,
         [THEIR_VALIDATED, INVALID_STALLED],
         owning(WRITER, "Apply", "Validated", ".", "reason", "status", "type"),
         owning(PLATFORM, "Update", "Validated", "lastTransitionTime", "message"),
@@ -304,7 +301,7 @@ def test_managed_fields_of_any_other_shape_name_no_owner(managed: object) -> Non
 
 def test_owners_are_told_apart_by_manager_and_operation() -> None:
     obj = store(
-        VALID_SPEC,
+        VALID,
         [],
         owning(WRITER, "Apply", "Validated", ".", "status"),
         owning(PLATFORM, "Update", "Validated", "message"),
@@ -326,7 +323,7 @@ def test_the_cache_keeps_of_managed_fields_only_who_owns_the_condition() -> None
     }
     mixed = owning(PLATFORM, "Update", "Validated", "message")
     mixed["fieldsV1"]["f:status"]["f:conditions"]['k:{"type":"Ready"}'] = {"f:status": {}}
-    obj = store(VALID_SPEC, [], spec_entry, mixed)
+    obj = store(VALID, [], spec_entry, mixed)
     before = condition_owners(obj, "Validated")
     keep_condition_ownership(obj, "Validated")
     assert obj["metadata"]["managedFields"] == [
@@ -341,6 +338,6 @@ def test_the_cache_keeps_of_managed_fields_only_who_owns_the_condition() -> None
         },
     ]
     assert condition_owners(obj, "Validated") == before
-    nobody = store(VALID_SPEC, [], spec_entry)
+    nobody = store(VALID, [], spec_entry)
     keep_condition_ownership(nobody, "Validated")
     assert "managedFields" not in nobody["metadata"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.status_writer import VALID_MESSAGE
+from tests.support.stores import VALID, VALID_MESSAGE
 from webhook.rules import api
 from webhook.status.validated import (
     MAX_CONDITION_MESSAGE,
@@ -23,7 +23,6 @@ from webhook.status.validated import (
 NOW = datetime(2025, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)
 NOW_TEXT = "2025-03-04T05:06:07Z"
 EARLIER = "2024-01-02T03:04:05Z"
-VALID_SPEC: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}]}}
 DUPLICATE_SPEC: dict[str, Any] = {"human": {"scores": [{"name": "thumbs"}, {"name": "thumbs"}]}}
 DUPLICATE_MESSAGE = (
     'spec.human.scores[1].name: Duplicate value: "thumbs": human score names must be unique '
@@ -85,7 +84,7 @@ OTHER = {
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
     (
         "a valid object with no status gets True/SpecCoherent stamped now",
-        store(VALID_SPEC),
+        store(VALID),
         validated("True", when=NOW_TEXT),
         True,
     ),
@@ -103,7 +102,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
     ),
     (
         "an up-to-date valid object needs no write",
-        store(VALID_SPEC, conditions=[validated("True")]),
+        store(VALID, conditions=[validated("True")]),
         validated("True"),
         False,
     ),
@@ -115,13 +114,13 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
     ),
     (
         "other conditions around ours do not matter",
-        store(VALID_SPEC, conditions=[OTHER, validated("True"), {**OTHER, "type": "Synced"}]),
+        store(VALID, conditions=[OTHER, validated("True"), {**OTHER, "type": "Synced"}]),
         validated("True"),
         False,
     ),
     (
         "a fixed spec flips to True and moves lastTransitionTime",
-        store(VALID_SPEC, generation=4, conditions=[validated("False")]),
+        store(VALID, generation=4, conditions=[validated("False")]),
         validated("True", generation=4, when=NOW_TEXT),
         True,
     ),
@@ -133,7 +132,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
     ),
     (
         "a new generation with the same verdict keeps lastTransitionTime",
-        store(VALID_SPEC, generation=9, conditions=[validated("True")]),
+        store(VALID, generation=9, conditions=[validated("True")]),
         validated("True", generation=9),
         True,
     ),
@@ -145,43 +144,43 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], bool]] = [
     ),
     (
         "a stale reason is rewritten",
-        store(VALID_SPEC, conditions=[validated("True", reason="Old")]),
+        store(VALID, conditions=[validated("True", reason="Old")]),
         validated("True"),
         True,
     ),
     (
         "an Unknown status left by someone else flips to our verdict",
-        store(VALID_SPEC, conditions=[{**validated("True"), "status": "Unknown"}]),
+        store(VALID, conditions=[{**validated("True"), "status": "Unknown"}]),
         validated("True", when=NOW_TEXT),
         True,
     ),
     (
         "a condition without lastTransitionTime is repaired with now",
-        store(VALID_SPEC, conditions=[validated("True", lastTransitionTime=None)]),
+        store(VALID, conditions=[validated("True", lastTransitionTime=None)]),
         validated("True", when=NOW_TEXT),
         True,
     ),
     (
         "an unparseable lastTransitionTime is repaired with now",
-        store(VALID_SPEC, conditions=[validated("True", lastTransitionTime="yesterday")]),
+        store(VALID, conditions=[validated("True", lastTransitionTime="yesterday")]),
         validated("True", when=NOW_TEXT),
         True,
     ),
     (
         "an object without generation gets a condition without observedGeneration",
-        store(VALID_SPEC, generation=None),
+        store(VALID, generation=None),
         {k: v for k, v in validated("True", when=NOW_TEXT).items() if k != "observedGeneration"},
         True,
     ),
     (
         "a generation that is not an integer is left out",
-        store(VALID_SPEC, generation="7"),
+        store(VALID, generation="7"),
         {k: v for k, v in validated("True", when=NOW_TEXT).items() if k != "observedGeneration"},
         True,
     ),
     (
         "a boolean generation is not an integer",
-        store(VALID_SPEC, generation=True),
+        store(VALID, generation=True),
         {k: v for k, v in validated("True", when=NOW_TEXT).items() if k != "observedGeneration"},
         True,
     ),
@@ -216,7 +215,7 @@ HOSTILE_STATUS: list[tuple[str, object]] = [
     "status", [c[1] for c in HOSTILE_STATUS], ids=[c[0] for c in HOSTILE_STATUS]
 )
 def test_a_malformed_status_reads_as_no_condition_and_gets_one(status: object) -> None:
-    obj = store(VALID_SPEC)
+    obj = store(VALID)
     obj["status"] = status
     assert current_condition(obj) is None
     plan = plan_status(obj, NOW)
@@ -276,7 +275,7 @@ def test_every_problem_is_named_in_the_message() -> None:
 
 
 def test_the_apply_body_carries_identity_and_only_our_condition() -> None:
-    obj = store(VALID_SPEC, conditions=[OTHER])
+    obj = store(VALID, conditions=[OTHER])
     obj["metadata"]["resourceVersion"] = "12"
     obj["metadata"]["labels"] = {"team": "a"}
     condition = plan_status(obj, NOW).condition

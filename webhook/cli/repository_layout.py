@@ -49,7 +49,10 @@ def excluded(path: str, globs: Sequence[str]) -> bool:
 def chart_template(path: str) -> str | None:
     """Why `path` is not judged when it is a template of a Helm chart (a file under
     `CHART/templates/`, where `CHART/Chart.yaml` is); None otherwise."""
-    parts = Path(os.path.abspath(path)).parts
+    absolute = os.path.abspath(path)
+    if f"{os.sep}templates{os.sep}" not in absolute:
+        return None  # the common case, decided without a look at the disk
+    parts = Path(absolute).parts
     for index in range(len(parts) - 2, 0, -1):
         if parts[index] != "templates":
             continue
@@ -75,16 +78,16 @@ def partial(obj: object) -> str | None:
 
 
 def _directives(value: object) -> Iterator[str]:
-    stack = [value]
+    """The directive keys anywhere in `value`: only mappings and lists are visited (a store
+    is mostly scalars, and every document a pre-commit run judges passes through here)."""
+    stack = [value] if isinstance(value, dict | list) else []
     while stack:
         node = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
         if isinstance(node, dict):
-            for key, child in node.items():
-                if isinstance(key, str) and key.startswith(PATCH_DIRECTIVES):
-                    yield key
-                stack.append(child)
-        elif isinstance(node, list):
-            stack.extend(node)
+            yield from (k for k in node if isinstance(k, str) and k[:1] == "$"
+                        and k.startswith(PATCH_DIRECTIVES))  # fmt: skip
+        stack.extend(child for child in children if isinstance(child, dict | list))
 
 
 class Patches:
@@ -95,12 +98,17 @@ class Patches:
 
     def __init__(self) -> None:
         self._by_root: dict[str, dict[str, str]] = {}
+        self._directories: dict[str, tuple[str, str]] = {}  # as given: (real path, root)
 
     def why(self, source: str) -> str | None:
         """Why `source` is not judged when a kustomization lists it as a patch; None if none
         does."""
-        path = os.path.realpath(source)
-        root = _root_of(path)
+        directory, name = os.path.split(source)
+        if directory not in self._directories:  # one lookup per directory, not per file
+            real = os.path.realpath(directory or os.curdir)
+            self._directories[directory] = (real, _root_of(real))
+        real, root = self._directories[directory]
+        path = os.path.realpath(source) if os.path.islink(source) else os.path.join(real, name)
         if root not in self._by_root:
             self._by_root[root] = _patches_under(root)
         kustomization = self._by_root[root].get(path)
@@ -115,13 +123,13 @@ class Patches:
         )
 
 
-def _root_of(path: str) -> str:
-    directory = os.path.dirname(path)
+def _root_of(directory: str) -> str:
+    """The repository of a file in `directory` (a real path), as `Patches` says."""
     for parent in (directory, *map(str, Path(directory).parents)):
         if os.path.exists(os.path.join(parent, ".git")):
             return parent
     here = os.path.realpath(os.getcwd())
-    return here if path.startswith(here + os.sep) else directory
+    return here if directory == here or directory.startswith(here + os.sep) else directory
 
 
 def _patches_under(root: str) -> dict[str, str]:

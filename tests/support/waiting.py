@@ -7,6 +7,7 @@ guessed time: on a loaded machine a guess is too short, and everywhere else it i
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -35,11 +36,19 @@ def eventually(
         time.sleep(interval)
 
 
-async def eventually_async(check: Callable[[], Awaitable[bool]]) -> None:
-    """`eventually` for a check that awaits (an HTTP call on the test's own event loop), for up
-    to 15 s."""
-    async with asyncio.timeout(15):
-        while True:
-            if await check():
-                return
-            await asyncio.sleep(0.05)
+async def eventually_async(
+    check: Callable[[], Awaitable[bool] | bool], what: str = "condition", within: float = 20.0
+) -> None:
+    """`eventually` on the test's own event loop: `check` may await (an HTTP call) or not (a
+    server's state read between two turns of the loop)."""
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                done = check()
+                if inspect.isawaitable(done):
+                    done = await done
+                if done:
+                    return
+                await asyncio.sleep(0.01)
+    except TimeoutError:
+        raise AssertionError(f"{what} not met within {within} s") from None

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import time
 from collections.abc import Awaitable, Callable
 
 import orjson
@@ -18,6 +17,7 @@ from tests.support.admission_apiserver import accepted_answer
 from tests.support.pki import SERVICE_DNS, client_context
 from tests.support.reviews import create, valid_spec
 from tests.support.servers import Webhook, WebhookFactory
+from tests.support.waiting import eventually_async
 from webhook.server.connections import HANDSHAKE, IDLE, ConnectionTable, Slot
 
 # pytest-asyncio's replacement for this fixture is a hook that parametrizes every test under
@@ -72,13 +72,6 @@ def test_a_closed_or_evicted_slot_leaves_no_trace() -> None:
     assert len(table) == 1
     table.remove(new)
     assert len(table) == 0
-
-
-async def until(condition: Callable[[], bool], what: str, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        await asyncio.sleep(0.01)
 
 
 def review_request() -> bytes:
@@ -172,9 +165,9 @@ async def test_a_review_succeeds_while_idle_connections_fill_every_slot(
     webhook: Webhook = await start_webhook(max_connections=CAP, idle_timeout=60.0)
     table = webhook.server.site.table
     held = [await hold(webhook) for _ in range(CAP)]
-    await until(lambda: len(table) == CAP, "every slot held")
+    await eventually_async(lambda: len(table) == CAP, "every slot held")
     if state == IDLE:
-        await until(lambda: not table.handshaking(), "every handshake done")
+        await eventually_async(lambda: not table.handshaking(), "every handshake done")
     sent = create(valid_spec())
     assert accepted_answer(sent, *await webhook.client.review(sent))["allowed"] is True
     assert await closed_by_the_server(held[0][0]), "the one idle longest made room"
@@ -188,7 +181,7 @@ async def test_the_connection_idle_longest_goes_not_the_oldest(
     webhook: Webhook = await start_webhook(max_connections=CAP, idle_timeout=60.0)
     table = webhook.server.site.table
     held = [await tls(webhook) for _ in range(CAP)]
-    await until(lambda: len(table) == CAP and not table.handshaking(), "every slot held")
+    await eventually_async(lambda: len(table) == CAP and not table.handshaking(), "every slot held")
     assert await answered(held[0]) == 200  # the oldest, busy a moment ago: idle the shortest
     newcomer = await tls(webhook)
     assert await answered(newcomer) == 200
@@ -207,13 +200,13 @@ async def test_a_newcomer_is_refused_only_when_every_slot_is_answering_a_request
     for _, writer in held:  # a complete head, then a body that stalls: answering, not idle
         writer.write(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n")
         writer.write(b"Content-Length: 1000\r\n\r\n{")
-    await until(lambda: table.answering() == CAP, "every slot answering a request")
+    await eventually_async(lambda: table.answering() == CAP, "every slot answering a request")
     # Closed without a word (a reset, or an end of stream), never a certificate or a timeout.
     closed = r"\A\Z|0 bytes read|UNEXPECTED_EOF|EOF occurred"
     with pytest.raises((ConnectionError, ssl.SSLError, asyncio.IncompleteReadError), match=closed):
         await answered(await tls(webhook))
     assert all(not reader.at_eof() for reader, _ in held), "no request in hand was dropped"
     close_all(held)
-    await until(lambda: len(table) == 0, "the held ones gone")
+    await eventually_async(lambda: len(table) == 0, "the held ones gone")
     sample = 'feedbackstore_webhook_bad_requests_total{reason="too_many_connections"}'
     assert await webhook.client.metric(sample) == 1.0

@@ -89,32 +89,17 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     report = Report()
     patches = Patches()
-    patched: dict[str, str | None] = {}  # a patch file's note, once for all its documents
     current: list[Document] = []  # for --previous: what was read
     for read in read_all(args.paths, args.exclude, chart_template):
-        if isinstance(read, Skipped):
-            report.notes.append(read)
+        if (document := admitted(read, report, patches)) is None:
             continue
-        if isinstance(read, ReadError):
-            if read.names_a_kind:
-                report.errors.append(read)
-            else:
-                report.notes.append(Skipped(read.source, _unparsed(read)))
-            continue
-        if read.source != STDIN and _declares(read):
-            if read.source not in patched:
-                patched[read.source] = why = patches.why(read.source)
-                if why:
-                    report.notes.append(Skipped(read.source, why))
-            if patched[read.source]:
-                continue
-        for content, node in objects(read.content, read.node):
-            _check(read, content, node, report, args.warnings_as_errors)
+        for content, node in objects(document.content, document.node):
+            _check(document, content, node, report, args.warnings_as_errors)
         if args.previous:
-            current.append(read)
+            current.append(document)
     changes: list[ChangeWarning] | None = None
     if args.previous:
-        changes, unreadable = change_warnings(current, args.previous)
+        changes, unreadable = change_warnings(current, args.previous, args.exclude, patches)
         report.errors.extend(unreadable)
     sys.stdout.flush()
     sys.stdout.buffer.write(RENDERERS[args.output](report, changes))
@@ -125,6 +110,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"feedbackstore-webhook: error: {error}", file=sys.stderr)
     code = report.exit_code()
     return EXIT_PROBLEMS if code == EXIT_OK and changes and args.warnings_as_errors else code
+
+
+def admitted(
+    read: Document | ReadError | Skipped, report: Report, patches: Patches
+) -> Document | None:
+    """The document to judge, or None: an unreadable input (an error, or a note when it names
+    no kind we judge), a file not read, a kustomize patch (notes, once per file)."""
+    if isinstance(read, Skipped):
+        report.notes.append(read)
+        return None
+    if isinstance(read, ReadError):
+        if read.names_a_kind:
+            report.errors.append(read)
+        else:
+            report.notes.append(Skipped(read.source, _unparsed(read)))
+        return None
+    if read.source != STDIN and _declares(read) and (why := patches.why(read.source)):
+        if all(note.source != read.source for note in report.notes):  # notes are few
+            report.notes.append(Skipped(read.source, why))
+        return None
+    return read
 
 
 def _check(
@@ -185,7 +191,10 @@ def origin(manifest: dict[str, Any]) -> str | None:
 
 
 def change_warnings(
-    current: Sequence[Document], previous: Sequence[str]
+    current: Sequence[Document],
+    previous: Sequence[str],
+    exclude: Sequence[str] = (),
+    patches: Patches | None = None,
 ) -> tuple[list[ChangeWarning], list[ReadError]]:
     """`--previous`: each change from a declaration in `previous` to the same kind and
     namespace/name in `current` (stdin is read once), said as the webhook says it on UPDATE, at
@@ -194,8 +203,12 @@ def change_warnings(
     from webhook.rules.change_messages import change_sentence
     from webhook.rules.changes import changed_fields, spec_changes
 
-    read = list(read_all(previous))
-    before = _by_label([each for each in read if isinstance(each, Document)], previous=True)
+    # the previous versions are read as the current ones are: what is not judged there is
+    # no declaration that changed or went (its notes are said of the current files)
+    seen = Report()
+    patches = patches or Patches()
+    read = [admitted(each, seen, patches) for each in read_all(previous, exclude, chart_template)]
+    before = _by_label([each for each in read if each is not None], previous=True)
     now = _by_label(current)
     warnings: list[ChangeWarning] = []
     for key, (old_source, old_node, old, form) in before.items():
@@ -214,7 +227,7 @@ def change_warnings(
                           form.kind)
             for change, field in zip(changes, changed_fields(changes, spec, form.path), strict=True)
         ]  # fmt: skip
-    return warnings, [each for each in read if isinstance(each, ReadError)]
+    return warnings, seen.errors
 
 
 def _by_label(
@@ -228,7 +241,7 @@ def _by_label(
             if not isinstance(obj, dict) or not (label := _label(obj)):
                 continue
             form = declaring_form(obj) or (INLINE if previous and is_agentdeployment(obj) else None)
-            if form is not None:
+            if form is not None and not partial(obj):
                 found.setdefault((form.kind, label), (document.source, node, obj, form))
     return found
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -314,3 +315,26 @@ def test_a_file_that_does_not_parse_and_names_no_kind_is_noted_not_unreadable(
     assert reason.startswith("cannot parse ")
     assert reason.endswith(", and it names no FeedbackStore or AgentDeployment")
     assert result.stdout.splitlines()[-1].endswith("1 file not judged")
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        pytest.param([], id="templates and patches are left out of the previous versions too"),
+        pytest.param(["--exclude", "plain"], id="so is what --exclude leaves out"),
+    ],
+)
+def test_previous_versions_of_a_whole_repository_are_read_as_the_current_ones(
+    repo: Path, flags: list[str]
+) -> None:
+    before = repo.parent / "before"
+    shutil.copytree(repo, before)
+    (before / "deploy/base/store.yaml").write_text(
+        STORE.format(name="support-feedback") + "      - name: tone\n"
+    )
+    result = validate(*flags, ".", "--previous", str(before), cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    warned = [line for line in result.stdout.splitlines() if ": warning: " in line]
+    assert len(warned) == 1, result.stdout  # the one change made, no store "deleted"
+    assert 'score "tone" removed from human' in warned[0]
+    assert warned[0].startswith("./deploy/base/store.yaml:")

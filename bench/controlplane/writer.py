@@ -71,7 +71,7 @@ from tests.kube.cluster import (
     platform_today_crd,
 )
 from tests.kube.controlplane import ControlPlane, binaries, running
-from tests.support.status_writer import mirrors_verdict
+from tests.support.status_writer import up_to_date
 from webhook.install import FIELD_MANAGER
 from webhook.kube.timestamps import utc_now
 from webhook.status.kubeapi import APPLY_PATCH
@@ -171,7 +171,7 @@ def wait_for(
 
 def stale(plane: ControlPlane) -> tuple[int, int]:
     items, size = list_all(plane)
-    return sum(1 for obj in items if not mirrors_verdict(obj)), size
+    return sum(1 for obj in items if not up_to_date(obj)), size
 
 
 def cold_start(plane: ControlPlane, workdir: pathlib.Path, tail: AuditTail, count: int,

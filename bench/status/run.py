@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.emulator import ApiServerEmulator  # noqa: E402
-from tests.support.status_writer import fs, mirrors_verdict  # noqa: E402
+from tests.support.status_writer import fs, up_to_date  # noqa: E402
 
 SCRIPT = str(Path(sys.executable).with_name("feedbackstore-webhook"))
 NAMESPACES = [f"team-{i:02d}" for i in range(20)]
@@ -71,7 +71,7 @@ def request_counts(emu: ApiServerEmulator) -> dict[str, int]:
 
 
 def all_correct(emu: ApiServerEmulator) -> bool:
-    return all(mirrors_verdict(o) for o in emu.objects())
+    return all(up_to_date(o) for o in emu.objects())
 
 
 def successful_writes(emu: ApiServerEmulator) -> int:
@@ -158,7 +158,7 @@ def warm_start(
 
 def reflected(emu: ApiServerEmulator, namespace: str, name: str, generation: int) -> bool:
     obj = emu.get(namespace, name)
-    return obj is not None and obj["metadata"]["generation"] == generation and mirrors_verdict(obj)
+    return obj is not None and obj["metadata"]["generation"] == generation and up_to_date(obj)
 
 
 def flip(obj: dict[str, Any]) -> None:

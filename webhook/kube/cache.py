@@ -28,26 +28,27 @@ def resource_version(obj: dict[str, Any]) -> str | None:
     return version if isinstance(version, str) else None
 
 
-Transform = Callable[[dict[str, Any]], None]
+Projection = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def strip_managed_fields(obj: dict[str, Any]) -> None:
-    """Drops `metadata.managedFields`, which planners seldom read.
+def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without `metadata.managedFields`, which planners seldom read.
 
     They are half of a decoded object (bench/controlplane/writer.py weighs it); dropped at the
-    cache's door as controller-runtime's `TransformStripManagedFields` does (the object is freshly
-    decoded, ours).
+    cache's door as controller-runtime's `TransformStripManagedFields` does.
     """
-    metadata_of(obj).pop("managedFields", None)
+    metadata = {k: v for k, v in metadata_of(obj).items() if k != "managedFields"}
+    return {**obj, "metadata": metadata}
 
 
 class ObjectCache:
-    """`transform` changes each object in place as it enters (controller-runtime's
-    `TransformFunc`): by default it drops `managedFields`; a reader of part of them keeps that.
+    """Keeps `project(obj)` of each object that enters (controller-runtime's `TransformFunc`),
+    a new object: the one handed in stays whole for its caller (a write's answer is read on).
+    By default it drops `managedFields`; an owner keeps only what its planners read.
     """
 
-    def __init__(self, transform: Transform = strip_managed_fields) -> None:
-        self._transform = transform
+    def __init__(self, project: Projection = without_managed_fields) -> None:
+        self._project = project
         self._lock = threading.Lock()
         self._objects: dict[Key, dict[str, Any]] = {}
 
@@ -56,7 +57,7 @@ class ObjectCache:
             return self._objects.get(key)
 
     def put(self, key: Key, obj: dict[str, Any]) -> None:
-        self._transform(obj)
+        obj = self._project(obj)
         with self._lock:
             self._objects[key] = obj
 
@@ -65,7 +66,7 @@ class ObjectCache:
 
         Else a resync before the watch echoes our write would write the same condition again.
         """
-        self._transform(obj)
+        obj = self._project(obj)
         with self._lock:
             current = self._objects.get(key)
             if current is None or resource_version(current) != seen_version:

@@ -105,26 +105,19 @@ def condition_owners(obj: object, condition_type: str) -> dict[Owner, frozenset[
     return owners
 
 
-def keep_condition_ownership(obj: dict[str, Any], condition_type: str) -> None:
-    """Cut `managedFields` down to what `condition_owners` reads for this condition type.
-
-    For a cache: the rest of `managedFields` is half of a decoded object (weighed by
-    bench/controlplane/writer.py) and nobody reads it; what is left keeps the API's shape, so
-    the same reader works on either.
+def condition_ownership(obj: object, condition_type: str) -> list[dict[str, Any]]:
+    """`managedFields` cut down to what `condition_owners` reads for this condition type: each
+    entry that owns part of it, with only that part. The cut keeps the API's shape, so the same
+    readers work on either; a cache keeps this rather than the whole list (half of a decoded
+    object, weighed by bench/controlplane/writer.py).
     """
-    metadata = metadata_of(obj)
-    if "managedFields" not in metadata:
-        return
+    segment = "k:" + json.dumps({"type": condition_type}, separators=(",", ":"))
     kept = []
     for entry in _entries(obj):
         item = _item(entry.get("fieldsV1"), condition_type)
         if item:
-            segment = "k:" + json.dumps({"type": condition_type}, separators=(",", ":"))
             fields = {"f:status": {"f:conditions": {segment: item}}}
             names = ("manager", "operation", "subresource")
             identity: dict[str, Any] = {k: entry[k] for k in names if k in entry}
             kept.append({**identity, "fieldsType": "FieldsV1", "fieldsV1": fields})
-    if kept:
-        metadata["managedFields"] = kept
-    else:
-        del metadata["managedFields"]
+    return kept

@@ -5,7 +5,6 @@ standby that takes over has nothing to catch up on, but only the Lease holder wr
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable
@@ -20,15 +19,14 @@ from webhook.kube.client import LeaseApi
 from webhook.kube.fencing import Fence
 from webhook.kube.informer import Informer
 from webhook.kube.leader import LeaderElector
-from webhook.kube.managed_fields import keep_condition_ownership
 from webhook.kube.ratelimit import TokenBucket, throttle
 from webhook.kube.workqueue import WorkQueue
 from webhook.observability.logs import logger
-from webhook.rules import api
 from webhook.status.agents import AgentView
 from webhook.status.events import EventRecorder
 from webhook.status.inline import InlineDeclarations
 from webhook.status.kubeapi import FeedbackStoreApi
+from webhook.status.projection import project_store
 from webhook.status.writer import StatusWriter
 from webhook.status.writer_metrics import WriterMetrics
 from webhook.status.writer_settings import WriterSettings
@@ -48,10 +46,7 @@ class StatusController:
         # renewal never queues behind throttled status writes and loses the Lease for it.
         self._lease_client = throttle(ApiClient(api_client.configuration), _bucket(settings))
         self._lease_client.user_agent = api_client.user_agent
-        # Of managedFields, only who owns `Validated`: the planner yields it to another writer.
-        self.cache = ObjectCache(
-            functools.partial(keep_condition_ownership, condition_type=api.CONDITION_TYPE)
-        )
+        self.cache = ObjectCache(project_store)
         self.queue: WorkQueue[Key] = WorkQueue(settings.retry_initial, settings.retry_cap)
         election = settings.election()
         # A renewal slower than the renew deadline could not be led on anyway.

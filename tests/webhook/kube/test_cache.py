@@ -37,3 +37,12 @@ def test_every_way_in_drops_managed_fields_and_keeps_the_rest() -> None:
     assert cache.put_if_unchanged(("ns", "b"), "2", written)
     assert cache.get(("ns", "a")) == expected[0]
     assert cache.get(("ns", "b")) == expected[2]
+
+
+def test_the_object_handed_in_stays_whole_for_its_caller() -> None:
+    """A write's answer is cached and then read on by the writer (its finalizers, its owners)."""
+    cache = ObjectCache()
+    cache.put(("ns", "a"), store("a", "1"))
+    answer = store("a", "2")
+    assert cache.put_if_unchanged(("ns", "a"), "1", answer)
+    assert answer == store("a", "2")

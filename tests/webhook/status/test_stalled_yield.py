@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.support.stores import VALID, VALID_MESSAGE
-from webhook.kube.managed_fields import Owner, condition_owners, keep_condition_ownership
+from webhook.kube.managed_fields import Owner, condition_owners, condition_ownership
 from webhook.rules import api
 from webhook.status.validated import apply_configuration, plan_status, validated_writers
 
@@ -314,7 +314,7 @@ def test_owners_are_told_apart_by_manager_and_operation() -> None:
     }
 
 
-def test_the_cache_keeps_of_managed_fields_only_who_owns_the_condition() -> None:
+def test_the_ownership_of_one_condition_is_cut_out_of_managed_fields_in_their_shape() -> None:
     spec_entry = {
         "manager": "kubectl",
         "operation": "Apply",
@@ -324,9 +324,8 @@ def test_the_cache_keeps_of_managed_fields_only_who_owns_the_condition() -> None
     mixed = owning(PLATFORM, "Update", "Validated", "message")
     mixed["fieldsV1"]["f:status"]["f:conditions"]['k:{"type":"Ready"}'] = {"f:status": {}}
     obj = store(VALID, [], spec_entry, mixed)
-    before = condition_owners(obj, "Validated")
-    keep_condition_ownership(obj, "Validated")
-    assert obj["metadata"]["managedFields"] == [
+    cut = condition_ownership(obj, "Validated")
+    assert cut == [
         {
             "manager": PLATFORM,
             "operation": "Update",
@@ -337,7 +336,7 @@ def test_the_cache_keeps_of_managed_fields_only_who_owns_the_condition() -> None
             },
         },
     ]
-    assert condition_owners(obj, "Validated") == before
-    nobody = store(VALID, [], spec_entry)
-    keep_condition_ownership(nobody, "Validated")
-    assert "managedFields" not in nobody["metadata"]
+    assert condition_owners({"metadata": {"managedFields": cut}}, "Validated") == condition_owners(
+        obj, "Validated"
+    )
+    assert condition_ownership(store(VALID, [], spec_entry), "Validated") == []

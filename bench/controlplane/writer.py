@@ -23,6 +23,9 @@ created):
    the price of everything else.
 
     python bench/controlplane/writer.py [--objects 2000 10000] [--workers 4]
+
+With more than one size, the cold writer's memory per store above the first size's is printed
+last (`--objects 1 1000 4000`: above an all but idle writer).
 """
 
 from __future__ import annotations
@@ -414,6 +417,20 @@ def report(result: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def per_store(results: list[dict[str, Any]]) -> None:
+    """The cold writer's memory per store, above the smallest size run (`--objects 1 ...`: an
+    all but idle writer): peak (VmHWM) and when done (VmRSS)."""
+    base = results[0]
+    print(f"\n| per store above {base['objects']:,} | peak | when done |\n|---|---|---|")
+    for result in results[1:]:
+        stores = result["objects"] - base["objects"]
+        peak, done = (
+            (result["cold"][name] - base["cold"][name]) * 1024 / stores
+            for name in ("peak_rss_mib", "rss_mib")
+        )
+        print(f"| {result['objects']:,} stores | {peak:.1f} KiB | {done:.1f} KiB |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, nargs="+", default=[2000, 10000])
@@ -436,6 +453,8 @@ def main() -> None:
             result["code"] = commit
             report(result)
             results.append(result)
+    if len(results) > 1:
+        per_store(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

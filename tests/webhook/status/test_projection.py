@@ -140,6 +140,12 @@ class Events(EventRecorder):
         self.sent.append(body)
 
 
+@pytest.fixture(autouse=True)
+def _still_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both runs stamp their conditions with the same time."""
+    monkeypatch.setattr("webhook.status.writer.utc_now", lambda: NOW)
+
+
 def reconciled(obj: dict[str, Any], cache: ObjectCache, view: View) -> list[tuple[str, Any]]:
     """What one reconcile of `obj` sends: writes, then Events; twice, the second from the cache
     as the first write's answer left it."""

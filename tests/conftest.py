@@ -47,6 +47,11 @@ def pytest_configure(config: pytest.Config) -> None:
     prebuild.receive(config)
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        prebuild.release()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
     report = yield

@@ -28,6 +28,7 @@ import os
 import pathlib
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -59,6 +60,9 @@ class Tool:
     name: str
     script: pathlib.Path | None = None
     command: str | None = None
+    # Its script deletes every other version of its result (another worktree's build on the
+    # same machine deletes ours): the session keeps a hard link of its own (`hold`).
+    held: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ TOOLS = {
     for tool in (
         Tool("control plane", script=controlplane.BUILD_SCRIPT),
         Tool("node binaries", script=cluster.BUILD_SCRIPT),
-        Tool("image", script=IMAGE_SCRIPT),
+        Tool("image", script=IMAGE_SCRIPT, held=True),
         Tool("helm", script=TESTS / "helm" / "build.sh"),
         Tool("gitops-health", script=TESTS / "gitops" / "build.sh"),
         Tool("promtool", command="promtool"),
@@ -132,6 +136,7 @@ class Prebuilt:
 
 
 _prebuilt: Prebuilt | None = None
+_held: list[pathlib.Path] = []
 
 
 def build_on_controller(config: pytest.Config) -> None:
@@ -277,9 +282,30 @@ def _obtain(prebuilt: Prebuilt, tool: Tool, say: Callable[[str], None]) -> None:
         return
     assert tool.script is not None
     try:
-        prebuilt.tools[tool.name] = str(build_script.run(tool.script, say, _EVERY))
+        path = build_script.run(tool.script, say, _EVERY)
     except RuntimeError as error:
         prebuilt.failed[tool.name] = str(error)
+        return
+    prebuilt.tools[tool.name] = str(hold(path) if tool.held else path)
+
+
+def hold(path: pathlib.Path) -> pathlib.Path:
+    """A hard link to `path` in a folder of the session's own (a copy across filesystems),
+    which outlives the script's deleting `path`; removed by `release` at the session's end."""
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="feedbackstore-held-"))
+    _held.append(folder)
+    held = folder / path.name
+    try:
+        os.link(path, held)
+    except OSError:
+        shutil.copy2(path, held)
+    return held
+
+
+def release() -> None:
+    """Remove what `hold` kept (on the controller, when the session ends)."""
+    while _held:
+        shutil.rmtree(_held.pop(), ignore_errors=True)
 
 
 def _ready(prebuilt: Prebuilt, group: Group) -> str:

@@ -134,3 +134,15 @@ def test_the_summary_names_each_skipped_group_once(without_go: str) -> None:
     assert re.match(rf"{at} NODE TESTS — ", node), node
     counts = [int(re.findall(r"\[(\d+)\]", line)[0]) for line in (kube, node)]
     assert all(count > 1 for count in counts), counts
+
+
+def test_a_held_result_outlives_its_script_deleting_it(tmp_path: pathlib.Path) -> None:
+    """image.sh deletes every other image tarball: another worktree's build deleted the one
+    this session had built, and the node tests failed on it."""
+    built = tmp_path / "feedbackstore-webhook-0123.tar"
+    built.write_bytes(b"the image")
+    held = prebuild.hold(built)
+    built.unlink()
+    assert held.read_bytes() == b"the image"
+    prebuild.release()
+    assert not held.exists()

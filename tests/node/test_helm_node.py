@@ -10,6 +10,7 @@ removed afterwards with the namespace, so the modules after this one find the no
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -119,6 +120,12 @@ def _under_load(shell: Shell, node: Node, command: str) -> tuple[int, Counts, fl
     return counts.requests - before, counts, took
 
 
+def _condition_types(node: Node) -> str:
+    """The condition types of the store in namespace `kept`, as kubectl prints them."""
+    path = "jsonpath={.items[*].status.conditions[*].type}"
+    return node.kubectl("-n", "kept", "get", "fs", "-o", path).stdout
+
+
 def _terminating(node: Node) -> bool:
     listed = node.kubectl(
         "-n",
@@ -160,9 +167,26 @@ def _pod_names(node: Node) -> set[str]:
 def test_helm_uninstall_under_load_loses_no_request_and_leaves_nothing(
     installed: object, shell: Shell, node: Node
 ) -> None:
+    # A store the writer marked, kept across the uninstall: its post-delete hook (`cleanup`)
+    # takes the marks back.
+    store = (
+        '{"apiVersion": "agents.ctxmesh.ai/v1beta1", "kind": "FeedbackStore", "metadata": '
+        '{"name": "kept"}, "spec": {"human": {"scores": [{"name": "thumbs"}]}}}'
+    )
+    _ok(shell, f"kubectl create namespace kept && kubectl -n kept apply -f - <<<'{store}'")
+    deadline = time.monotonic() + 60
+    while "Stalled" not in _condition_types(node) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert "Stalled" in _condition_types(node)
     during, counts, _ = _under_load(shell, node, f"helm uninstall {RELEASE} {NS} --wait")
     assert counts.failures == 0, counts.messages
     assert during > 100
+    kept = json.loads(node.kubectl("-n", "kept", "get", "fs", "-o", "json").stdout)["items"]
+    assert len(kept) == 1
+    assert [c["type"] for c in kept[0].get("status", {}).get("conditions", [])] == []
+    managers = {e["manager"] for e in kept[0]["metadata"].get("managedFields", [])}
+    assert "feedbackstore-status-writer" not in managers, managers
+    _ok(shell, "kubectl delete namespace kept --wait=true --timeout=120s")
     for kind, name in (
         ("validatingwebhookconfiguration", "feedbackstore-webhook"),
         ("clusterrole", "feedbackstore-status-writer"),

@@ -18,6 +18,7 @@ from tests.support.reviews import (
     valid_spec,
 )
 from webhook.admission import AdmissionReview, BadReviewError, BadReviewReason, decode_review
+from webhook.admission.decode import MAX_JSON_VALUES
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[4] / "shared/fixtures/k8s-api-testdata"
 UPSTREAM = {
@@ -137,6 +138,18 @@ HOSTILE = [
         BadReviewReason.TOO_MANY_VALUES,
         "more than 262144 JSON values",
         id="262,145 short strings are refused before they are decoded",
+    ),
+    pytest.param(
+        b"[" * MAX_JSON_VALUES,
+        BadReviewReason.TOO_DEEP,
+        "nested too deeply",
+        id="a body no longer than the bound on values is within it, and decoded",
+    ),
+    pytest.param(
+        b"[" * (MAX_JSON_VALUES + 1),
+        BadReviewReason.TOO_MANY_VALUES,
+        "more than 262144 JSON values",
+        id="one byte longer, every byte a value, is too many, counted before decoding",
     ),
     pytest.param(b"[]", BadReviewReason.NOT_OBJECT, "got array", id="an array is not an object"),
     pytest.param(

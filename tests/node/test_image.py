@@ -3,7 +3,8 @@
 Read-only root filesystem, uid/gid 65532, every capability dropped, no new
 privileges: `serve` answers /readyz over TLS with a certificate from the
 project's own `certs`, `validate` judges manifests on stdin, and the image
-carries no pip, no compiler and no tests into the runtime environment.
+carries no pip, no compiler and no tests into the runtime environment, nor a shell
+or a package manager (the runtime stage is distroless-style, built from scratch).
 """
 
 from __future__ import annotations
@@ -167,6 +168,11 @@ print(json.dumps({
     "prefix": sys.prefix,
     "modules": {m: importlib.util.find_spec(m) is not None
                 for m in ("pip", "setuptools", "wheel", "tests", "pytest", "webhook")},
+    "kubernetes_aio": os.path.exists(os.path.join(site, "kubernetes", "aio")),
+    "tools": sorted(p for p in ("/bin/sh", "/bin/bash", "/bin/dash", "/usr/bin/busybox",
+                                "/usr/bin/apt", "/usr/bin/apt-get", "/usr/bin/dpkg",
+                                "/usr/bin/perl", "/usr/bin/env", "/usr/bin/sleep")
+                    if os.path.lexists(p)),
     "compilers": {c: shutil.which(c) for c in ("gcc", "cc", "c++", "g++", "clang", "make")},
     "venv_bin": sorted(os.listdir(os.path.join(sys.prefix, "bin"))),
     "site": sorted(os.listdir(site)),
@@ -204,3 +210,40 @@ def test_runtime_holds_no_pip_no_compiler_no_tests(image: tuple[Docker, str]) ->
     assert found["base_modules"] == {"pip": False, "setuptools": False, "wheel": False}
     assert found["base_bin"] == []
     assert "tests" not in found["site"]
+    # Nothing to run but the interpreter: no shell, no package manager, no coreutils.
+    assert found["tools"] == []
+    # The official client's asyncio copy of itself, which nothing imports, stays behind.
+    assert found["kubernetes_aio"] is False
+
+
+def test_no_shell_starts_in_the_image(image: tuple[Docker, str]) -> None:
+    docker, name = image
+    for shell in ("/bin/sh", "sh"):
+        tried = docker.run(
+            "run",
+            "--rm",
+            *AS_DEPLOYED,
+            "--network",
+            "none",
+            "--entrypoint",
+            shell,
+            name,
+            "-c",
+            "echo hello",
+            check=False,
+        )
+        assert tried.returncode != 0
+        assert b"hello" not in tried.stdout
+
+
+def test_the_image_is_at_most_200_mb(image: tuple[Docker, str]) -> None:
+    docker, name = image
+    size = int(docker.run("image", "inspect", "--format", "{{.Size}}", name).stdout)
+    print(f"image size {size / 1e6:.1f} MB")
+    assert size <= 200_000_000, size
+
+
+def test_the_console_script_runs_as_the_entrypoint_without_a_shell(image: tuple[Docker, str]) -> None:
+    docker, name = image
+    done = docker.run("run", "--rm", *AS_DEPLOYED, "--network", "none", name, "--help")
+    assert b"validate" in done.stdout

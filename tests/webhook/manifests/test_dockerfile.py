@@ -81,10 +81,11 @@ def test_the_base_image_is_python_3_11_slim_bookworm_pinned_by_version() -> None
     ), ARGS["PYTHON_IMAGE"]
 
 
-def test_the_build_is_multi_stage_on_one_base() -> None:
-    assert len(STAGES) >= 2
-    assert BUILDER.name == "builder"
-    assert {stage.base for stage in STAGES} == {ARGS["PYTHON_IMAGE"]}
+def test_the_builder_is_the_python_base_and_the_runtime_starts_from_nothing() -> None:
+    assert [(stage.name, stage.base) for stage in STAGES] == [
+        ("builder", ARGS["PYTHON_IMAGE"]),
+        (None, "scratch"),
+    ]
 
 
 def test_the_builder_makes_a_wheel_and_installs_it_into_a_venv() -> None:
@@ -106,11 +107,19 @@ def test_every_pip_call_keeps_no_cache() -> None:
     assert "PIP_NO_CACHE_DIR=1" in " ".join(BUILDER.all("ENV"))
 
 
-def test_the_final_stage_only_removes_the_bases_pip_so_it_has_no_compilers_or_caches() -> None:
-    # Nothing is installed or fetched there: the one command uninstalls the base's own pip.
-    assert FINAL.all("RUN") == ["python -m pip uninstall --quiet --yes pip setuptools wheel"]
-    copies = FINAL.all("COPY")
-    assert copies == ["--from=builder /opt/venv /opt/venv"]
+def test_the_runtime_runs_nothing_at_build_and_takes_only_the_builders_laid_out_root() -> None:
+    # No RUN: a stage with no shell could not run one, and nothing is installed there.
+    assert FINAL.all("RUN") == []
+    assert FINAL.all("COPY") == ["--from=builder /rootfs /"]
+
+
+def test_the_laid_out_root_leaves_the_bases_pip_shell_and_package_manager_behind() -> None:
+    script = " ".join(BUILDER.all("RUN"))
+    # The base's own pip and setuptools live in its site-packages, which stays behind.
+    assert "--exclude='site-packages'" in script
+    # Only the interpreter's own entries of its bin directory are copied: no sh, no apt.
+    assert "-name 'python*'" in script
+    assert not re.search(r"\b(apt|apt-get|dpkg|bash|busybox)\b", script), script
 
 
 def test_no_stage_installs_a_compiler() -> None:
@@ -141,7 +150,8 @@ def test_the_entrypoint_is_the_console_script_in_exec_form() -> None:
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
         "scripts"
     ]
-    assert json.loads(entrypoint) == [next(iter(scripts))]
+    # The absolute path: a runtime with no shell resolves no PATH for the kubelet's exec.
+    assert json.loads(entrypoint) == [f"/opt/venv/bin/{next(iter(scripts))}"]
     assert "/opt/venv/bin" in " ".join(FINAL.all("ENV"))
 
 

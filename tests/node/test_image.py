@@ -243,7 +243,7 @@ def test_the_image_is_at_most_200_mb(image: tuple[Docker, str]) -> None:
     assert size <= 200_000_000, size
 
 
-def test_the_console_script_runs_as_the_entrypoint_without_a_shell(image: tuple[Docker, str]) -> None:
+def test_the_console_script_is_the_entrypoint_with_no_shell(image: tuple[Docker, str]) -> None:
     docker, name = image
     done = docker.run("run", "--rm", *AS_DEPLOYED, "--network", "none", name, "--help")
     assert b"validate" in done.stdout

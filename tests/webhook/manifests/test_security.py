@@ -224,7 +224,27 @@ def test_the_webhook_serves_with_the_spec_arguments(docs: list[dict[str, Any]]) 
         "/tls/tls.crt",
         "--tls-private-key-file",
         "/tls/tls.key",
+        "--shutdown-delay",
+        "7",
     ]
+
+
+def test_no_hook_or_probe_execs_a_command_the_image_cannot_run(docs: list[dict[str, Any]]) -> None:
+    # The runtime image has no shell, no sleep and no coreutils: an exec hook or probe
+    # would fail at every pod's shutdown or probe.
+    execs = [
+        (doc["metadata"]["name"], path)
+        for doc in docs
+        if doc["kind"] in ("Deployment", "Job")
+        for spec in [doc["spec"]["template"]["spec"]]
+        for one in spec.get("containers", []) + spec.get("initContainers", [])
+        for path, handler in [
+            *((f"lifecycle.{k}", v) for k, v in one.get("lifecycle", {}).items()),
+            *((k, one[k]) for k in ("startupProbe", "readinessProbe", "livenessProbe") if k in one),
+        ]
+        if "exec" in handler
+    ]
+    assert execs == []
 
 
 @pytest.mark.parametrize(

@@ -31,8 +31,10 @@ RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . \
 # these loads (found by ldd, copied at the path the loader asks for), CA certificates,
 # and a passwd/group naming the non-root user. No shell, no package manager, no pip.
 # The same steps work on any Debian-based Python image, whatever its prefix.
+WORKDIR /
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN set -eu; \
-    cd /; root=/rootfs; \
+    root=/rootfs; \
     bindir="$(dirname "$(readlink /opt/venv/bin/python)")"; \
     stdlib="$(/opt/venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')"; \
     mkdir -p "$root/tmp" "$root/home/nonroot" "$root/etc/ssl/certs"; \
@@ -51,8 +53,8 @@ RUN set -eu; \
         "${stdlib#/}" | tar -C "$root" -xf -; \
     tar -C / -cf - --exclude='opt/venv/lib/python*/site-packages/kubernetes/aio' opt/venv \
       | tar -C "$root" -xf -; \
-    find "$root" -type f \( -name '*.so' -o -name '*.so.*' -o -perm -u+x \) -print0 \
-      | xargs -0 ldd 2>/dev/null \
+    find "$root" -type f \( -name '*.so' -o -name '*.so.*' -o -perm -u+x \) \
+        -exec sh -c 'ldd "$@" 2>/dev/null; true' ldd {} + \
       | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (0x.*/\1/p' \
       | sort -u \
       | while read -r lib; do [ -e "$root$lib" ] || cp -L --parents "$lib" "$root/"; done; \

@@ -14,6 +14,7 @@ import json
 import pathlib
 import subprocess
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -317,12 +318,29 @@ def granted(docs: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     }
 
 
-def test_its_own_service_account_does_the_whole_job_with_every_verb_granted_and_no_more(
-    control_plane: ControlPlane, namespace: str, stores: Stores
-) -> None:
+@pytest.fixture
+def cleanup_rbac(control_plane: ControlPlane) -> Iterator[list[dict[str, Any]]]:
+    """The install's namespace and the cleanup Job's ServiceAccount and RBAC, taken away again
+    after the test: the cluster is shared, and the RBAC test of a fresh install needs one that
+    manifests/ (namespace included) was never applied to."""
     docs = [d for d in kustomize(MANIFESTS / "cleanup") if d["kind"] != "Job"]
-    control_plane.kubectl("apply", "-f", str(MANIFESTS / "base" / "namespace.yaml"), check=True)
+    namespace_file = str(MANIFESTS / "base" / "namespace.yaml")
+    control_plane.kubectl("apply", "-f", namespace_file, check=True)
     control_plane.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs), check=True)
+    try:
+        yield docs
+    finally:
+        stdin = yaml.safe_dump_all(docs)
+        control_plane.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=stdin, check=True)
+        control_plane.kubectl(
+            "delete", "-f", namespace_file, "--wait=true", "--timeout=120s", check=True
+        )
+
+
+def test_its_own_service_account_does_the_whole_job_with_every_verb_granted_and_no_more(
+    control_plane: ControlPlane, namespace: str, stores: Stores, cleanup_rbac: list[dict[str, Any]]
+) -> None:
+    docs = cleanup_rbac
     stores.create("marked", VALID)
     ident = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "FeedbackStore",
              "metadata": {"name": "marked", "namespace": namespace}}  # fmt: skip

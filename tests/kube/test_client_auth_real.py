@@ -151,9 +151,12 @@ def refused_at_tls(server: WebhookServer, name: str) -> re.Pattern[str]:
     The close reaches kube-apiserver as whichever of Go's errors for a closed
     peer its next read or write meets: the end of the stream (`EOF`), a reset
     (`connection reset by peer`), a write into the closed socket (`broken
-    pipe`), or its own connection closed under it meanwhile (`use of closed
+    pipe`), its own connection closed under it meanwhile (`use of closed
     network connection`, bare or after the `write tcp A->B:` of the write it
-    failed). All were seen on the real server; an HTTP answer may not appear.
+    failed), or, when the close arrives before the request is written, a
+    connection it counts as idle and closed by the server (`http: server closed
+    idle connection`). All were seen on the real server; an HTTP answer may not
+    appear.
     """
     prefix = (
         f'Error from server (InternalError): error when creating "STDIN": Internal error '
@@ -163,7 +166,8 @@ def refused_at_tls(server: WebhookServer, name: str) -> re.Pattern[str]:
     socket = rf"(read|write) tcp 127\.0\.0\.1:\d+->127\.0\.0\.1:{server.port}: "
     closed_peer = rf"{socket}(read|write): (connection reset by peer|broken pipe)"
     closed_here = rf"({socket})?use of closed network connection"
-    return re.compile(re.escape(prefix) + rf"(EOF|{closed_peer}|{closed_here})\n")
+    closed_idle = r"http: server closed idle connection"
+    return re.compile(re.escape(prefix) + rf"(EOF|{closed_peer}|{closed_here}|{closed_idle})\n")
 
 
 def direct(server: WebhookServer, pair: pki.Pair | None, directory: pathlib.Path) -> bytes:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from webhook import install
-from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE, flags
+from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE, flags, kubeconfig
 
 # A 409 (another write came between our read and ours) is decided again from a fresh list.
 PASSES: Final = 5
@@ -40,15 +40,13 @@ def register(subparsers: Any) -> None:
             "namespace, and get on the Lease (docs/install.md, Uninstall)."
         ),
     )
-    named = (
-        ("--kubeconfig", "PATH", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, "
-         "else in-cluster)"),
-        ("--context", "NAME", "kubeconfig context to use"),
-        ("--namespace", "NS", "only the FeedbackStores of this namespace (default: every "
-         "namespace, as an uninstall needs)"),
-    )  # fmt: skip
-    for flag, metavar, help_text in named:
-        parser.add_argument(flag, metavar=metavar, help=help_text)
+    kubeconfig.add_flags(parser)
+    parser.add_argument(
+        "--namespace",
+        metavar="NS",
+        help="only the FeedbackStores of this namespace (default: every namespace, as an "
+        "uninstall needs)",
+    )
 
     def setting(flag: str, help_text: str, **options: Any) -> None:
         flags.setting(parser, CleanupSettings, flag, help_text, **options)
@@ -76,14 +74,13 @@ class CleanupSettings:
 
 
 def run(args: argparse.Namespace) -> int:
-    from webhook.doctor.cluster import connect
     from webhook.kube.client import error_text
 
     settings = flags.settings_from(CleanupSettings, args)
     try:
-        api_client = connect(args.kubeconfig, args.context)
-    except Exception as error:  # any configuration problem: say so, exit 2
-        print(f"cleanup: cannot load Kubernetes configuration: {error}", file=sys.stderr)
+        api_client = kubeconfig.connect(args)
+    except kubeconfig.ConfigurationError as error:
+        print(f"cleanup: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
     try:
         refusal = _writer_leading(api_client, settings)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE, flags
+from webhook.cli import EXIT_OK, EXIT_PROBLEMS, EXIT_UNUSABLE, flags, kubeconfig
 
 
 def register(subparsers: Any) -> None:
@@ -30,10 +30,8 @@ def register(subparsers: Any) -> None:
             "admin's kubeconfig."
         ),
     )
+    kubeconfig.add_flags(parser)
     named = (
-        ("--kubeconfig", "PATH", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config, "
-         "else in-cluster)"),
-        ("--context", "NAME", "kubeconfig context to use"),
         ("--namespace", "NS", "the install namespace: Service, Secret, Lease (default: the "
          "shipped one)"),
         ("--webhook-configuration", "NAME", "ValidatingWebhookConfiguration name (default: the "
@@ -65,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
     import orjson
 
     from webhook.doctor.checks import run_checks
-    from webhook.doctor.cluster import UnreachableError, connect, fetch
+    from webhook.doctor.cluster import UnreachableError, fetch
     from webhook.doctor.result import as_json, as_text, healthy
 
     target = target_from(args)
     try:
-        api_client = connect(args.kubeconfig, args.context)
-    except Exception as error:  # any configuration problem: say so, exit 2
-        print(f"doctor: cannot load Kubernetes configuration: {error}", file=sys.stderr)
+        api_client = kubeconfig.connect(args)
+    except kubeconfig.ConfigurationError as error:
+        print(f"doctor: {error}", file=sys.stderr)
         return EXIT_UNUSABLE
     try:
         snapshot = fetch(api_client, target)

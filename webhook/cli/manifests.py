@@ -33,12 +33,7 @@ def register(subparsers: Any) -> None:
         help="the FeedbackStore CRD: OpenAPI schema from the model, CEL for cross-field rules",
         description="Print the FeedbackStore CustomResourceDefinition, or write it with --out.",
     )
-    crd.add_argument("--out", type=pathlib.Path, help="write to this file instead of stdout")
-    crd.add_argument(
-        "--check",
-        action="store_true",
-        help=f"with --out: exit {EXIT_PROBLEMS} if the file differs, write nothing",
-    )
+    _add_out(crd)
     crd.set_defaults(func=run)
     policy = kinds.add_parser(
         "policy",
@@ -59,12 +54,7 @@ def register(subparsers: Any) -> None:
         default=pathlib.Path("manifests"),
         help="the manifests/ directory whose webhook registration the policies follow",
     )
-    policy.add_argument("--out", type=pathlib.Path, help="write to this file instead of stdout")
-    policy.add_argument(
-        "--check",
-        action="store_true",
-        help=f"with --out: exit {EXIT_PROBLEMS} if the file differs, write nothing",
-    )
+    _add_out(policy)
     policy.set_defaults(func=run_policy)
     chart = kinds.add_parser(
         "chart",
@@ -80,6 +70,16 @@ def register(subparsers: Any) -> None:
         help=f"exit {EXIT_PROBLEMS} if a generated file differs or is stale, write nothing",
     )
     chart.set_defaults(func=run_chart)
+
+
+def _add_out(parser: argparse.ArgumentParser) -> None:
+    """The flags `_emit` reads: where a single generated file goes, or is compared."""
+    parser.add_argument("--out", type=pathlib.Path, help="write to this file instead of stdout")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help=f"with --out: exit {EXIT_PROBLEMS} if the file differs, write nothing",
+    )
 
 
 def crd_text() -> str:

@@ -5,14 +5,11 @@ for a check to report; no answer, or 401, means nothing can be examined: `Unreac
 from __future__ import annotations
 
 import http
-import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from kubernetes import client as k8s
-from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 
 from webhook.doctor.checks import probe_store, service_ref
@@ -38,16 +35,6 @@ _WARNING: Final = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
 
 
 class UnreachableError(Exception): ...
-
-
-def connect(kubeconfig: str | None, context: str | None) -> k8s.ApiClient:
-    """A client from `kubeconfig` (or $KUBECONFIG, ~/.kube/config), else the in-cluster account."""
-    default = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
-    if kubeconfig or context or Path(default.split(os.pathsep)[0]).is_file():
-        return k8s_config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-any-return,no-untyped-call]
-    configuration = k8s.Configuration()
-    k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    return k8s.ApiClient(configuration)
 
 
 def fetch(api_client: k8s.ApiClient, target: Target) -> Snapshot:

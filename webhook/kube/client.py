@@ -15,7 +15,7 @@ from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
 from webhook.kube.objects import metadata_of
-from webhook.kube.pager import Listed, Page, list_all
+from webhook.kube.pager import Listed, Listing, Page, PageConsumer, list_all, list_pages
 from webhook.kube.settings import PAGE_SIZE
 
 LEASE_GROUP: Final = "coordination.k8s.io"
@@ -121,6 +121,9 @@ class CollectionApi:
 
     def list(self, page_size: int | None = PAGE_SIZE) -> Listed:
         return list_all(self.list_page, page_size)
+
+    def list_pages(self, consume: PageConsumer, page_size: int | None = PAGE_SIZE) -> Listing:
+        return list_pages(self.list_page, consume, page_size)
 
     def list_page(self, limit: int | None, token: str | None) -> Page:
         return read_page(

@@ -30,6 +30,7 @@ from webhook.kube.client import (
     retry_after,
     status_code,
 )
+from webhook.kube.pager import Page
 from webhook.kube.settings import InformerSettings
 from webhook.kube.workqueue import Backoff
 from webhook.observability.logs import logger
@@ -169,15 +170,28 @@ class Informer:
                 response.shutdown()
 
     def _list(self) -> str:
-        listed = self._api.list()
+        """Each page's objects go to the owner as the page arrives, and the page is let go before
+        the next is fetched: the owner's cache is all the list leaves behind. What the list lacks
+        is deleted after its last page, as client-go's `DeltaFIFO.Replace` does."""
+        fresh: set[Key] = set()
+
+        def take(page: Page, restarted: bool) -> None:
+            if restarted:  # the full list after an expired token: only what it names exists
+                fresh.clear()
+            for item in page.items:
+                key = object_key(item)
+                if key is None:
+                    continue
+                fresh.add(key)
+                # Known at once: a list that fails after this page still notices it gone later.
+                self._known.add(key)
+                self._on_change(key, item)
+
+        listed = self._api.list_pages(take)
         version = listed.resource_version
-        keyed = ((object_key(item), item) for item in listed.items)
-        fresh = {key: item for key, item in keyed if key is not None}
-        for gone in self._known - fresh.keys():
+        for gone in self._known - fresh:
             self._on_delete(gone)
-        self._known = set(fresh)
-        for key, item in fresh.items():
-            self._on_change(key, item)
+        self._known = fresh
         self._metrics.lists.inc()
         self._metrics.objects.set(len(fresh))
         self._backoff.reset()

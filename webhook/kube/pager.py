@@ -25,32 +25,62 @@ class Page:
 
 # (limit, continue) -> one page; limit None asks for everything at once.
 PageFetch = Callable[[int | None, str | None], Page]
+# (page, restarted) -> None; restarted: the list began again, what the pages before said is void.
+PageConsumer = Callable[[Page, bool], None]
 
 
 @dataclass(slots=True)
-class Listed:
-    items: list[dict[str, Any]] = field(default_factory=list)
+class Listing:
+    """What a list came to besides its items: the resourceVersion to watch from, and its cost."""
+
     resource_version: str = ""
     requests: int = 0
     full_list_fallback: bool = False
 
 
-def list_all(fetch: PageFetch, page_size: int | None = PAGE_SIZE) -> Listed:
-    listed = Listed()
+@dataclass(slots=True)
+class Listed(Listing):
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+
+def list_pages(
+    fetch: PageFetch, consume: PageConsumer, page_size: int | None = PAGE_SIZE
+) -> Listing:
+    """Hands each page to `consume` as it arrives and lets go of it before asking for the next:
+    a consumer that keeps only what it reads of each object never holds the whole list, only the
+    page in hand (a list of thousands of objects is several times what a cache keeps of them).
+
+    After an expired continue token the full list comes as one page with `restarted` set: objects
+    only the pages before it named are gone since.
+    """
+    listing = Listing()
     token: str | None = None
     while True:
-        listed.requests += 1
+        listing.requests += 1
         try:
             page = fetch(page_size or None, token)
         except ApiException as error:
             if token is None or error.status != http.HTTPStatus.GONE:
                 raise
-            listed.requests += 1
-            listed.full_list_fallback = True
-            listed.items.clear()
+            listing.requests += 1
+            listing.full_list_fallback = True
             page = fetch(None, None)
-        listed.items.extend(page.items)
-        token = None if listed.full_list_fallback else page.continue_token
+        consume(page, listing.full_list_fallback)
+        token = None if listing.full_list_fallback else page.continue_token
         if not token:
-            listed.resource_version = page.resource_version
-            return listed
+            listing.resource_version = page.resource_version
+            return listing
+        del page  # before the next page is fetched, not after
+
+
+def list_all(fetch: PageFetch, page_size: int | None = PAGE_SIZE) -> Listed:
+    """Every item at once, for a caller that reads the list as a whole."""
+    items: list[dict[str, Any]] = []
+
+    def keep(page: Page, restarted: bool) -> None:
+        if restarted:
+            items.clear()
+        items.extend(page.items)
+
+    listing = list_pages(fetch, keep, page_size)
+    return Listed(listing.resource_version, listing.requests, listing.full_list_fallback, items)

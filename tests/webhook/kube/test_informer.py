@@ -8,7 +8,7 @@ callbacks that must follow.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,11 +29,11 @@ def store(name: str, version: str) -> dict[str, Any]:
     return {"metadata": {"namespace": NS, "name": name, "resourceVersion": version}}
 
 
-def listed(version: str, *names: str) -> Answer:
+def listed(version: str, *names: str, more: str | None = None) -> Answer:
+    """A list answer; `more`: a continue token, the list goes on in another page."""
     items = [store(name, version) for name in names]
-    return Answer(
-        body={"kind": "FeedbackStoreList", "metadata": {"resourceVersion": version}, "items": items}
-    )
+    metadata = {"resourceVersion": version, **({"continue": more} if more else {})}
+    return Answer(body={"kind": "FeedbackStoreList", "metadata": metadata, "items": items})
 
 
 def event(kind: str, name: str, version: str) -> dict[str, Any]:
@@ -72,9 +72,13 @@ class Seen:
     """What the owner was told, in order."""
 
     calls: list[tuple[str, ...]] = field(default_factory=list)
+    # How many requests the server had had when each change was told.
+    asked_before_change: list[int] = field(default_factory=list)
+    asked: Callable[[], int] = lambda: 0
     _told: threading.Condition = field(default_factory=threading.Condition)
 
     def change(self, key: tuple[str, str], obj: dict[str, Any]) -> None:
+        self.asked_before_change.append(self.asked())
         self._tell("change", key[1], obj["metadata"]["resourceVersion"])
 
     def delete(self, key: tuple[str, str]) -> None:
@@ -117,7 +121,7 @@ def informer_run() -> Iterator[Any]:
             """`calls`: how many the owner must have been told before the informer stops, when
             the held stream itself carries events (a held watch without them says it all)."""
             server.answer("GET", PATH, *answers)
-            seen, metrics = Seen(), Metrics()
+            seen, metrics = Seen(asked=lambda: len(server.requests)), Metrics()
             settings = InformerSettings(watch_timeout_seconds=60, backoff_initial=0.01)
             informer = Informer(
                 CollectionApi(api_client, RESOURCE),
@@ -163,11 +167,11 @@ def test_it_lists_then_watches_from_the_lists_version_with_bookmarks(informer_ru
                 ("change", "a", "10"),
                 ("change", "b", "10"),
                 ("synced",),
-                ("delete", "b"),
                 ("change", "a", "20"),
+                ("delete", "b"),
             ],
             [("list", None), ("watch", "10"), ("list", None), ("watch", "20")],
-            id="a 410 answer to the watch relists, and a store gone meanwhile is deleted",
+            id="a 410 answer to the watch relists, and a store gone meanwhile is deleted after it",
         ),
         pytest.param(
             (
@@ -181,9 +185,9 @@ def test_it_lists_then_watches_from_the_lists_version_with_bookmarks(informer_ru
                 ("change", "b", "10"),
                 ("synced",),
                 ("change", "c", "11"),
-                ("delete", "b"),
                 ("change", "a", "20"),
                 ("change", "c", "20"),
+                ("delete", "b"),
             ],
             [("list", None), ("watch", "10"), ("list", None), ("watch", "20")],
             id="a 410 ERROR event mid-stream relists after the events before it",
@@ -247,3 +251,53 @@ def test_a_deleted_event_tells_the_owner_and_a_relist_does_not_repeat_it(informe
         ("delete", "b"),
         ("change", "a", "20"),
     ]
+
+
+def test_each_pages_objects_reach_the_owner_before_the_next_page_is_asked_for(
+    informer_run: Any,
+) -> None:
+    """The list never holds more than the page in hand: the owner keeps what it reads of each."""
+    run = informer_run(listed("10", "a", "b", more="t1"), listed("10", "c"), WAITING)
+    assert run.seen.calls == [
+        ("change", "a", "10"),
+        ("change", "b", "10"),
+        ("change", "c", "10"),
+        ("synced",),
+    ]
+    assert run.seen.asked_before_change == [1, 1, 2]
+    second, watch = run.server.requests[1].query, run.server.requests[2].query
+    assert (second["limit"], second["continue"]) == ("500", "t1")
+    assert (watch["watch"], watch["resourceVersion"]) == ("true", "10")
+
+
+@pytest.mark.parametrize(
+    ("page_two", "relist_limit"),
+    [
+        pytest.param(
+            GONE_STATUS,
+            None,
+            id="an expired continue token: ONE full list replaces the pages told, b is deleted",
+        ),
+        pytest.param(
+            status(500, "InternalError", "etcd timed out"),
+            "500",
+            id="a list that failed after its first page: the relist deletes b, told by that page",
+        ),
+    ],
+)
+def test_objects_told_by_an_unfinished_list_are_deleted_when_the_next_list_lacks_them(
+    informer_run: Any, page_two: Answer, relist_limit: str | None
+) -> None:
+    run = informer_run(listed("10", "a", "b", more="t1"), page_two, listed("20", "a", "c"), WAITING)
+    assert run.seen.calls == [
+        ("change", "a", "10"),
+        ("change", "b", "10"),
+        ("change", "a", "20"),
+        ("change", "c", "20"),
+        ("delete", "b"),
+        ("synced",),
+    ]
+    relist, watch = run.server.requests[2].query, run.server.requests[3].query
+    assert (relist.get("limit"), relist.get("continue")) == (relist_limit, None)
+    assert watch["resourceVersion"] == "20"
+    assert run.metrics.value("objects") == 2

@@ -7,13 +7,14 @@ fake clock whose `sleep` moves time on, so every delay is exact.
 from __future__ import annotations
 
 import threading
-from typing import Any
+import weakref
+from typing import Any, cast
 
 import pytest
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 
-from webhook.kube.pager import Page, list_all
+from webhook.kube.pager import Page, list_all, list_pages
 from webhook.kube.ratelimit import DEFAULT_BURST, DEFAULT_QPS, TokenBucket, is_watch, throttle
 from webhook.kube.settings import PAGE_SIZE
 
@@ -80,6 +81,51 @@ def test_an_expired_continue_token_falls_back_to_one_full_list_as_client_go_does
     assert listed.items == collection.objects, "the full list replaces the pages already read"
     assert listed.resource_version == "200", "and its resourceVersion is the one to watch from"
     assert listed.requests == 3
+
+
+class Item(dict[str, Any]):
+    """A decoded object a test can hold a weak reference to."""
+
+
+def test_each_page_is_let_go_before_the_next_is_fetched() -> None:
+    """A consumer keeping nothing of a page holds one page at a time, never the list."""
+    collection = Collection(1200)
+    collection.objects = [Item(obj) for obj in collection.objects]
+    handed: list[weakref.ref[Item]] = []
+    alive_at_fetch: list[int] = []
+    fetch_page = collection.__call__
+
+    def fetch(limit: int | None, token: str | None) -> Page:
+        alive_at_fetch.append(sum(ref() is not None for ref in handed))
+        page = fetch_page(limit, token)
+        # Copies, as a decoded answer is: only the page holds them.
+        return Page([Item(item) for item in page.items], page.resource_version, page.continue_token)
+
+    names: list[str] = []
+
+    def consume(page: Page, restarted: bool) -> None:
+        assert not restarted
+        handed.extend(weakref.ref(cast("Item", item)) for item in page.items)
+        names.extend(item["metadata"]["name"] for item in page.items)
+
+    listing = list_pages(fetch, consume, 500)
+    assert alive_at_fetch == [0, 0, 0]
+    assert names == [obj["metadata"]["name"] for obj in collection.objects]
+    assert (listing.requests, listing.resource_version) == (3, "100")
+
+
+def test_after_an_expired_token_the_full_list_comes_as_one_restarted_page() -> None:
+    collection = Collection(1200, expire_after_pages=1)
+    handed: list[tuple[int, bool]] = []
+    listing = list_pages(
+        collection, lambda page, restarted: handed.append((len(page.items), restarted)), 500
+    )
+    assert handed == [(500, False), (1200, True)], "the first page is void: its objects may be gone"
+    assert (listing.requests, listing.full_list_fallback, listing.resource_version) == (
+        3,
+        True,
+        "200",
+    )
 
 
 @pytest.mark.parametrize(

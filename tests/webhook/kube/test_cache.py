@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from typing import Any
+
+import orjson
 
 from webhook.kube.cache import ObjectCache
 
@@ -46,3 +50,35 @@ def test_the_object_handed_in_stays_whole_for_its_caller() -> None:
     answer = store("a", "2")
     assert cache.put_if_unchanged(("ns", "a"), "1", answer)
     assert answer == store("a", "2")
+
+
+def test_a_get_is_the_callers_own_changing_it_changes_nothing_cached() -> None:
+    cache = ObjectCache()
+    cache.put(("ns", "a"), store("a", "1"))
+    read = cache.get(("ns", "a"))
+    assert read is not None
+    read["spec"]["human"]["scores"].clear()
+    read["metadata"]["resourceVersion"] = "9"
+    assert cache.get(("ns", "a")) == without_managed_fields(store("a", "1"))
+    assert not cache.put_if_unchanged(("ns", "a"), "9", store("a", "10"))
+
+
+def test_the_cache_holds_an_object_in_about_its_jsons_length() -> None:
+    """Decoded, an object is several times its JSON (dicts, strings); a cache of every object of
+    a kind, for as long as its owner runs, keeps the JSON."""
+    count = 500
+    encoded = [orjson.dumps(store(f"s-{i:04d}", str(i))) for i in range(count)]
+    kept = sum(len(orjson.dumps(without_managed_fields(orjson.loads(e)))) for e in encoded)
+    keys = [("ns", f"s-{i:04d}") for i in range(count)]
+    cache = ObjectCache()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for key, body in zip(keys, encoded, strict=True):
+            cache.put(key, orjson.loads(body))  # decoded, then let go
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # Per object besides its JSON: a bytes object's header, a slot in the cache's table.
+    assert held <= kept + 150 * count, f"{held / count:.0f} B per object, JSON {kept / count:.0f}"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.kube.controlplane import ControlPlane
+from tests.kube.status_writer_support import Writers
 from tests.support import prebuild
 
 
@@ -40,10 +41,14 @@ def _control_plane(
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
-    """A failing `kube` test shows the last lines of etcd's and kube-apiserver's logs."""
+    """A failing `kube` test shows the last lines of etcd's and kube-apiserver's logs, and of
+    each status writer it started."""
     report = yield
     if report.failed and "control_plane" in getattr(item, "fixturenames", ()):
         plane = getattr(item, "funcargs", {}).get("control_plane")
         if isinstance(plane, ControlPlane):
             report.sections.append(("control plane logs", plane.logs()))
+        writers = getattr(item, "funcargs", {}).get("writers")
+        if isinstance(writers, Writers) and writers.started:
+            report.sections.append(("status writer logs", writers.logs()))
     return report

@@ -155,11 +155,21 @@ class Writers:
             shipped=shipped,
         )
         self.started.append(writer)
-        return writer
+        return writer.started()
 
     def close(self) -> None:
         for writer in self.started:
             writer.kill()
+
+    def logs(self, lines: int = 40) -> str:
+        """The last lines each writer logged, for a failing test's report."""
+        parts = []
+        for writer in self.started:
+            tail = writer.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+            state = writer.process.poll()
+            parts.append(f"--- {writer.user} (exit {state}), last {lines} lines ---")
+            parts.extend(tail[-lines:])
+        return "\n".join(parts)
 
 
 # -- the audit log ---------------------------------------------------------------------
@@ -394,6 +404,31 @@ def wall_seconds(entry: dict[str, Any]) -> float:
 def settle(seconds: float) -> None:
     """A quiet period the writer is given to do something it must not do."""
     time.sleep(seconds)
+
+
+RECONCILES = "feedbackstore_status_reconciles_total"
+
+
+def decided_to_leave_alone(writer: WriterProcess, change: Callable[[], object]) -> None:
+    """Make `change` and wait until the writer has reconciled it and found nothing to write.
+
+    A write it made instead is counted `written`, not `up_to_date`, and this times out; so a test
+    that must see no write sees the writer's decision, where a quiet period of a guessed length
+    may end before the writer has even read the change on a loaded machine. First the writer
+    settles: each write it made has come back through the watch and been found up to date.
+    """
+
+    def settled() -> list[float]:
+        up_to_date = writer.metric(RECONCILES, outcome="up_to_date")
+        written = writer.metric("feedbackstore_status_writes_total", result="ok")
+        return [up_to_date] if up_to_date >= written else []
+
+    (before,) = eventually(settled, what="each write seen back through the watch")
+    change()
+    eventually(
+        lambda: writer.metric(RECONCILES, outcome="up_to_date") > before,
+        what="the change reconciled and found up to date",
+    )
 
 
 # -- fixtures, imported by their function names (the module defines `namespace`) --------

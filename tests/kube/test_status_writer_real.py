@@ -49,6 +49,7 @@ from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     _writers,
     condition_of,
     create_unguarded,
+    decided_to_leave_alone,
     managed_by,
     settle,
     wall_seconds,
@@ -178,9 +179,9 @@ def test_conditions_are_applied_on_status_with_real_managed_fields_and_follow_ge
     assert fixed["lastTransitionTime"] > first_bad["lastTransitionTime"]
 
     # Metadata changes are not a new generation, so they cost the writer nothing.
-    labelled = stores.merge("good", {"metadata": {"labels": {"team": "sales"}}})
-    assert labelled["metadata"]["generation"] == 2
-    settle(1.0)
+    labels = {"metadata": {"labels": {"team": "sales"}}}
+    decided_to_leave_alone(writer, lambda: stores.merge("good", labels))
+    assert stores.get("good")["metadata"]["generation"] == 2
     audit.flush(namespace)
     assert sorted(p.name for p in audit.status_writes(namespace)) == ["bad", "bad", "good", "good"]
     assert writer.metric("feedbackstore_status_writes_total", result="ok") == 4
@@ -215,8 +216,9 @@ def test_another_managers_condition_survives_and_is_never_clobbered(
     # The other controller changes its condition: ours stays, and is not rewritten.
     validated = condition_of(obj)
     ready_now = {**ready, "status": "True", "reason": "Synced", "message": "gateway synced"}
-    stores.apply_status("shared", "other-controller", [ready_now])
-    settle(1.0)
+    decided_to_leave_alone(
+        writer, lambda: stores.apply_status("shared", "other-controller", [ready_now])
+    )
     audit.flush(namespace)
     assert len(audit.status_writes(namespace, writer.user)) == 1
     obj = stores.get("shared")
@@ -228,6 +230,7 @@ def test_another_managers_condition_survives_and_is_never_clobbered(
     obj = stores.wait_condition("shared", at_generation(2))
     assert condition_of(obj, "Ready") == ready_now
     assert [c["type"] for c in obj["status"]["conditions"]] == ["Ready", "Validated", "Stalled"]
+    audit.flush(namespace)
     assert len(audit.status_writes(namespace, writer.user)) == 2
 
 

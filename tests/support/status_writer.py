@@ -21,6 +21,7 @@ from tests.support.stores import VALID as VALID
 from tests.support.stores import VALID_MESSAGE as VALID_MESSAGE
 from tests.support.stores import fs as fs
 from webhook.status.controller import StatusController
+from webhook.status.writer_metrics import RECONCILE_OUTCOMES
 from webhook.status.writer_settings import WriterSettings
 
 NS = "agents"
@@ -89,6 +90,13 @@ def sample(controller: StatusController, name: str, **labels: str) -> float:
     """One value from the writer's own Prometheus registry (0 when not yet recorded)."""
     value = controller.metrics.registry.get_sample_value(name, labels)
     return value or 0.0
+
+
+def reconciles(controller: StatusController) -> float:
+    """Reconciles finished, whatever their outcome: each is a decision taken about one object, so
+    a test that must see nothing written waits for the decision rather than for a guessed time."""
+    name = "feedbackstore_status_reconciles_total"
+    return sum(sample(controller, name, outcome=outcome) for outcome in RECONCILE_OUTCOMES)
 
 
 def validated(obj: dict[str, Any] | None, kind: str = "Validated") -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ import pathlib
 import sys
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, Self
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -18,6 +18,10 @@ from tests.support.status_writer import LEASE_DURATION, NS, RENEW_DEADLINE, RETR
 from tests.support.waiting import eventually
 
 SCRIPT = str(pathlib.Path(sys.executable).with_name("feedbackstore-webhook"))
+# How long a writer process may take to start: importing the Kubernetes client alone costs about
+# 2 s of CPU, and on 2 cores at a load of 20 a process gets a tenth of a core. Waits after the
+# start are about what the writer does, not about how fast the machine starts a process.
+START_SECONDS = 90.0
 
 
 class WriterProcess(LoggedProcess):
@@ -62,7 +66,12 @@ class WriterProcess(LoggedProcess):
         cls, emu: ApiServerEmulator, workdir: pathlib.Path, pod: str, *extra: str
     ) -> WriterProcess:
         kubeconfig = emu.write_kubeconfig(workdir / f"{pod}.kubeconfig")
-        return cls(kubeconfig, workdir / f"{pod}.log", pod, NS, *extra)
+        return cls(kubeconfig, workdir / f"{pod}.log", pod, NS, *extra).started()
+
+    def started(self) -> Self:
+        """Once its writer has started (its threads running, its probes listening)."""
+        self.wait_log("status writer started", timeout=START_SECONDS)
+        return self
 
     def messages(self, msg: str) -> list[dict[str, Any]]:
         return [entry for entry in self.logs() if entry.get("msg") == msg]
@@ -80,12 +89,12 @@ class WriterProcess(LoggedProcess):
 
     @property
     def identity(self) -> str:
-        return str(self.wait_log("status writer started")[0]["identity"])
+        return str(self.wait_log("status writer started", timeout=START_SECONDS)[0]["identity"])
 
     # probes and metrics
 
     def port(self) -> int:
-        return int(self.wait_log("health endpoint listening")[0]["port"])
+        return int(self.wait_log("health endpoint listening", timeout=START_SECONDS)[0]["port"])
 
     def get(self, path: str) -> tuple[int, str]:
         url = f"http://127.0.0.1:{self.port()}{path}"

@@ -19,6 +19,7 @@ Python API (stable; the status-writer tests depend on it)::
     emu.write_kubeconfig(path)      # -> Path of a kubeconfig for --kubeconfig
     emu.restart(downtime=0.0)       # drop every connection/watch, same port; the store survives;
                                     #    watches from before the restart's resourceVersion: 410
+    emu.go_down(); emu.come_back()  # the same restart in two steps: refused until come_back()
     emu.stop()
 
     # direct store access (no HTTP; a write gets a new resourceVersion and a watch event)

@@ -94,9 +94,19 @@ class ApiServerEmulator:
         refused meanwhile), with a new watch cache that starts at the then current
         resourceVersion: a watch resumed from an older one gets 410, as on the real server.
         """
-        self._call(self._shutdown())
+        self.go_down()
         if downtime > 0:
             time.sleep(downtime)
+        self.come_back()
+
+    def go_down(self) -> None:
+        """The first half of a restart: every connection and watch drops, and new connections are
+        refused until `come_back`. A test that must see something refused waits for it between
+        the two, where a guessed downtime can run out first on a loaded machine."""
+        self._call(self._shutdown())
+
+    def come_back(self) -> None:
+        """The second half of a restart: serving again on the same port, from a new watch cache."""
         self.store.restart_watch_cache()
         self._call(self._serve())
 

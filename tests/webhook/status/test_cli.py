@@ -60,6 +60,9 @@ def test_sigterm_stops_releases_the_lease_and_exits_0(
     assert writer.get("/healthz") == (200, "ok\n")
     assert writer.get("/readyz") == (200, "ok\n")
     assert writer.get("/nope")[0] == 404
+    # The emulator holds a status before the writer has read the answer and counted the write.
+    ok = "feedbackstore_status_writes_total"
+    ApiServerEmulator.eventually(lambda: writer.metric(ok, result="ok") == 2, timeout=30)
     status, metrics = writer.get("/metrics")
     assert status == 200
     assert "feedbackstore_status_leader 1.0" in metrics

@@ -23,6 +23,8 @@ from tests.kube.controlplane import ControlPlane
 from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     LEASE,
     LEASE_DURATION,
+    RENEW_DEADLINE,
+    RETRY_PERIOD,
     VALID,
     Audit,
     Audited,
@@ -34,11 +36,21 @@ from tests.kube.status_writer_support import (  # noqa: F401 (fixtures)
     _writers,
     settle,
 )
+from webhook.kube.settings import ElectionSettings
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
 STORES = 300
 THROTTLED = ("--qps", "5", "--burst", "1")
+# SIGTERM to exit: the writes in flight (one write timeout), the release's read and write of the
+# Lease (each given up after the renew deadline), and the interpreter's exit (a second or two on
+# a loaded machine). Well inside a pod's 30 s grace period.
+ELECTION = ElectionSettings("", LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD)
+EXITS_WITHIN = ELECTION.write_timeout + 2 * RENEW_DEADLINE + 2.0
+# A standby that had to wait the Lease out leads `LEASE_DURATION` after it last saw it renewed,
+# which may be one retry before the signal and one more before it looked: leading sooner, it
+# took the released Lease at its next retry.
+BEFORE_IT_COULD_RUN_OUT = LEASE_DURATION - 2 * RETRY_PERIOD
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -100,7 +112,10 @@ def test_a_leader_paused_past_its_lease_writes_nothing_after_its_successors_firs
     finally:
         leader.signal(signal.SIGCONT)
     leader.wait_log("stopped leading", timeout=30)
-    settle(3.0)  # the resumed leader's workers wake to the queue they had
+    # The resumed leader's workers wake to the queue they had: the first meets the fence (on a
+    # loaded machine, seconds after the resume), and the others are given as long again.
+    leader.wait_log("write withheld: no longer leading", timeout=30)
+    settle(3.0)
     audit.flush(namespace)
 
     first = writes(audit, namespace, standby.user)[0].received
@@ -110,7 +125,7 @@ def test_a_leader_paused_past_its_lease_writes_nothing_after_its_successors_firs
     assert leader.messages("write withheld: no longer leading")
 
 
-def test_sigterm_hands_over_within_two_seconds_and_the_leader_exits_at_once(
+def test_sigterm_hands_over_at_the_standbys_next_retry_and_the_leader_exits_at_once(
     control_plane: ControlPlane, namespace: str, stores: Stores, writers: Writers, audit: Audit
 ) -> None:
     many(stores)
@@ -129,8 +144,9 @@ def test_sigterm_hands_over_within_two_seconds_and_the_leader_exits_at_once(
     audit.flush(namespace)
     after = [e for e in writes(audit, namespace, leader.user) if e.received.timestamp() > signalled]
 
-    assert exited < 5.0, f"exited {exited:.1f} s after SIGTERM"
-    assert took_over < 2.0, f"the standby led {took_over:.2f} s after SIGTERM"
+    assert exited < EXITS_WITHIN, f"exited {exited:.1f} s after SIGTERM"
+    assert took_over < BEFORE_IT_COULD_RUN_OUT, f"the standby led {took_over:.2f} s after SIGTERM"
+    assert spec["leaseTransitions"] == 0  # taken from a released Lease, not from the leader
     assert leader.messages("lease released")
     assert len(after) <= 2, [(e.verb, e.name) for e in after]  # one in flight per worker
     print(f"exited after {exited:.2f} s; the standby led {took_over:.2f} s after SIGTERM")

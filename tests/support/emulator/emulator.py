@@ -270,11 +270,12 @@ class ApiServerEmulator:
     @staticmethod
     def eventually(
         predicate: Callable[[], Any],
-        timeout: float = 10.0,
+        timeout: float = 30.0,
         interval: float = 0.02,
         message: str = "",
     ) -> Any:
-        """`tests.support.waiting.eventually`, at the emulator's own pace (10 s, every 20 ms)."""
+        """`tests.support.waiting.eventually`, polled every 20 ms: what a test waits for here
+        takes a fraction of a second, and seconds at a load of 20 on 2 cores."""
         return waiting.eventually(
             predicate, timeout=timeout, interval=interval, what=message or "condition"
         )

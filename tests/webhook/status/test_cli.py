@@ -98,7 +98,7 @@ def test_a_killed_leader_is_replaced_once_its_lease_expires(
         assert not standby.is_leader()
         assert leader.stop(signal.SIGKILL) == -signal.SIGKILL  # no chance to release
         killed = time.monotonic()
-        apiserver.eventually(standby.is_leader, timeout=15)
+        apiserver.eventually(standby.is_leader)
         waited = time.monotonic() - killed
         apiserver.update(NS, "store", lambda o: o.update(spec=VALID))
         converged(apiserver)

@@ -24,6 +24,7 @@ from tests.support.status_writer import (
     converged,
     fs,
     lists,
+    reconciles,
     running_writer,
     sample,
     stale,
@@ -91,8 +92,10 @@ def test_each_object_gets_the_condition_of_its_verdict(
 def test_a_huge_invalid_object_gets_a_bounded_message(apiserver: ApiServerEmulator) -> None:
     huge = {"human": {"scores": [{"name": "x", "categories": ["c"] * 64}] * 3000}}
     apiserver.create(NS, fs("huge", huge))
-    with running_writer(apiserver):
-        apiserver.eventually(lambda: validated(apiserver.get(NS, "huge")))
+    # The emulator, Python on the same loaded cores, may take seconds to apply status to a 1 MB
+    # object: a long Lease gives the write a timeout of 20 s (half the gap to the deadline).
+    with running_writer(apiserver, lease_duration=60, renew_deadline=20.0):
+        apiserver.eventually(lambda: validated(apiserver.get(NS, "huge")), timeout=60)
     condition = validated(apiserver.get(NS, "huge"))
     assert (condition["status"], condition["reason"]) == ("False", "InvalidSpec")
     message = condition["message"]
@@ -150,10 +153,7 @@ def test_a_spec_change_arrives_through_the_watch_not_a_resync(apiserver: ApiServ
         converged(apiserver)
         apiserver.reset_requests()
         apiserver.update(NS, "store", lambda o: o.update(spec=INVALID))
-        apiserver.eventually(
-            lambda: validated(apiserver.get(NS, "store"))["status"] == "False",
-            timeout=10,
-        )
+        apiserver.eventually(lambda: validated(apiserver.get(NS, "store"))["status"] == "False")
         assert sample(writer, "feedbackstore_status_lists_total") == 1  # no relist was needed
     assert not lists(apiserver)
     assert len(status_writes(apiserver)) == 1
@@ -236,8 +236,9 @@ def test_a_validated_condition_another_manager_writes_is_left_to_it_logged_and_c
         apiserver.update(NS, "store", lambda o: o["metadata"].update(labels={"touched": "1"}))
         apiserver.update(NS, "store", lambda o: o["spec"]["human"]["scores"].append({"name": "x"}))
         apiserver.eventually(lambda: stalled(apiserver.get(NS, "store"))["observedGeneration"] == 2)
+        decided = reconciles(writer)
         writer.resync()
-        time.sleep(0.3)
+        apiserver.eventually(lambda: reconciles(writer) > decided, message="the resync reconciled")
         assert sample(writer, "feedbackstore_status_objects_validated_yielded") == 1
         yielded = "feedbackstore_status_validated_yielded_total"
         assert sample(writer, yielded, manager="old-controller") == 1

@@ -139,7 +139,7 @@ def stale(
 
 
 def converged(
-    emu: ApiServerEmulator, timeout: float = 20.0, pins: Mapping[str, Expected] = NO_PINS
+    emu: ApiServerEmulator, timeout: float = 30.0, pins: Mapping[str, Expected] = NO_PINS
 ) -> None:
     """Every object's condition says what it must (`pins`: by name, for non-example specs)."""
     emu.eventually(lambda: not stale(emu, pins=pins), timeout=timeout, message="objects left stale")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -65,6 +66,8 @@ WARNINGS_TOTAL: Final = 4096
 WARNING_CUT: Final = 256
 # The audit annotation of a policy's failures under Audit.
 AUDIT_KEY: Final = "validation.policy.admission.k8s.io/validation_failure"
+# A warning as an HTTP header: code 299, no agent, the text quoted with `\` escapes.
+HEADER: Final = re.compile(r'299 - "((?:[^"\\]|\\.)*)"')
 
 
 def score(name: str) -> dict[str, str]:
@@ -314,6 +317,12 @@ def replace(guard: Guard, target: Target, name: str, spec: Any) -> Any:
     return kubectl_send(guard.plane, "replace", namespace=guard.namespace, body=body)
 
 
+def label(guard: Guard, target: Target, name: str) -> Any:
+    """An UPDATE (a patch) that leaves the declaration as it was."""
+    ref = f"{target.resource}/{name}"
+    return guard.plane.kubectl("label", "-n", guard.namespace, ref, "team=support")
+
+
 def other_warnings(target: Target) -> list[str]:
     """kube-apiserver's warnings that are not the policy's: a deprecated version's."""
     if target.form is INLINE and target.version != AGENT_VERSIONS[-1]:
@@ -342,9 +351,30 @@ def test_under_warn_an_invalid_create_and_update_are_admitted_with_each_problem_
         target, STILL_INVALID
     )
     assert target.declaration(read(guard, target, name)) == STILL_INVALID
+    labelled = label(guard, target, name)
+    assert labelled.returncode == 0, labelled.stderr
+    assert labelled.stderr.splitlines() == other_warnings(target), "the declaration is as it was"
     for verb in ("create", "update"):
         annotations = audit_annotations(guard.plane, verb, target, guard.namespace, name)
         assert AUDIT_KEY not in annotations, "Warn warns, and audits nothing"
+
+
+@each_target
+@pytest.mark.timeout(900)
+def test_under_warn_any_client_reads_each_problem_in_a_warning_header(
+    guard: Guard, target: Target
+) -> None:
+    guard.use("Warn")
+    _, code, headers = custom(guard.plane).create_namespaced_custom_object_with_http_info(
+        target.group, target.version, guard.namespace, target.plural,
+        target.body(f"raw-{uuid.uuid4().hex[:6]}", INVALID), dry_run="All",
+    )  # fmt: skip
+    assert code == 201
+    said = [HEADER.fullmatch(value) for value in headers.getlist("Warning")]
+    assert all(said), headers.getlist("Warning")
+    texts = [re.sub(r"\\(.)", r"\1", found.group(1)) for found in said if found]
+    printed = other_warnings(target) + warnings_for(target, INVALID)
+    assert texts == [line.removeprefix(KUBECTL_WARNING) for line in printed]
 
 
 @each_target
@@ -378,9 +408,12 @@ def test_under_audit_an_invalid_create_and_update_are_admitted_and_audited_with_
     replaced = replace(guard, target, name, STILL_INVALID)
     assert replaced.returncode == 0, replaced.stderr
     assert target.declaration(read(guard, target, name)) == STILL_INVALID
+    assert label(guard, target, name).returncode == 0
     for verb, spec in (("create", INVALID), ("update", STILL_INVALID)):
         annotations = audit_annotations(guard.plane, verb, target, guard.namespace, name)
         assert json.loads(annotations[AUDIT_KEY]) == audited_for(target, spec)
+    labelled = audit_annotations(guard.plane, "patch", target, guard.namespace, name)
+    assert AUDIT_KEY not in labelled, "the declaration is as it was"
 
 
 # ---------------------------------------------------------------- Deny and the UPDATE ratchet
@@ -396,7 +429,7 @@ def test_under_deny_only_an_update_that_changes_an_invalid_declaration_is_judged
     assert create(guard, target, name, INVALID).returncode == 0
     guard.use("Deny")
     ref = f"{target.resource}/{name}"
-    labelled = guard.plane.kubectl("label", "-n", guard.namespace, ref, "team=support")
+    labelled = label(guard, target, name)
     assert labelled.returncode == 0, labelled.stderr
     if target.form is INLINE:
         patched = guard.plane.kubectl(

@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import pathlib
+import threading
 import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -46,8 +47,11 @@ from tests.kube.cluster import (
 from tests.kube.controlplane import ControlPlane, running
 from tests.kube.status_writer_support import VALID, Stores
 from tests.support.emulator.errors import CONTINUE_INCONSISTENT
-from webhook.kube.pager import Page
+from webhook.kube.informer import Informer
+from webhook.kube.pager import Listing, Page, PageConsumer
+from webhook.kube.settings import InformerSettings
 from webhook.status.kubeapi import FeedbackStoreApi
+from webhook.status.writer_metrics import WriterMetrics
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
@@ -162,3 +166,61 @@ def test_an_expired_continue_token_is_410_expired_and_the_pager_lists_everything
     )
     assert listed.items[names.index("s-5")]["metadata"]["labels"] == {"moved": "on"}
     assert int(listed.resource_version) >= int(seen["last_write"]), "watch from after the writes"
+
+
+class SmallPages(PausedAfterFirstPage):
+    """The informer asks for pages of the default size; these are of `PAGE`."""
+
+    def list_pages(self, consume: PageConsumer, page_size: int | None = PAGE) -> Listing:
+        return super().list_pages(consume, PAGE)
+
+
+def test_the_informer_tells_each_page_as_it_comes_and_deletes_what_the_full_list_lacks(
+    control_plane: ControlPlane,
+) -> None:
+    """After an expired token the full list replaces what the first page told: s-0, deleted
+    meanwhile, is told gone once the list is done; the watch starts from the full list's
+    resourceVersion."""
+    namespace = new_namespace(control_plane, "pager-informer")
+    stores = Stores(control_plane, namespace)
+    for name in NAMES:
+        stores.create(name, VALID)
+    told: list[tuple[str, str]] = []
+    seen: dict[str, Any] = {}
+
+    def cluster_moves_on_until_the_token_expires(token: str) -> None:
+        told.append(("page 2 asked", ""))
+        stores.delete("s-0")
+        seen["last_write"] = stores.create("s-9-late", VALID)["metadata"]["resourceVersion"]
+        wait_expired(control_plane, namespace, token)
+
+    collection = SmallPages(
+        api_client(control_plane), namespace, cluster_moves_on_until_the_token_expires
+    )
+    metrics = WriterMetrics()
+    informer = Informer(
+        collection,
+        lambda key, obj: told.append(("change", key[1])),
+        lambda key: told.append(("delete", key[1])),
+        metrics,
+        InformerSettings(),
+        on_synced=lambda: told.append(("synced", "")),
+    )
+    thread = threading.Thread(target=informer.run, daemon=True)
+    thread.start()
+    try:
+        assert informer.synced.wait(EXPIRY_TIMEOUT + 30), "the list never finished"
+    finally:
+        informer.stop()
+        thread.join(30)
+    later = ["s-1", "s-2", "s-3", "s-4", "s-5", "s-6", "s-9-late"]
+    assert told == [
+        ("change", "s-0"),
+        ("change", "s-1"),
+        ("page 2 asked", ""),
+        *(("change", name) for name in later),
+        ("delete", "s-0"),
+        ("synced", ""),
+    ]
+    assert collection.calls == [(PAGE, None), (PAGE, collection.calls[1][1]), (None, None)]
+    assert metrics.objects.collect()[0].samples[0].value == len(later)

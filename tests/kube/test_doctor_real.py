@@ -20,6 +20,7 @@ import datetime as dt
 import io
 import json
 import pathlib
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -55,6 +56,9 @@ from tests.support.stores import VALID
 from webhook.certs.issue import Bundle, issue_bundle
 from webhook.cli.main import main
 from webhook.rules.api import CRD_NAME
+from webhook.rules.inuse import FINALIZER
+from webhook.status.kubeapi import FeedbackStoreApi
+from webhook.status.usage import finalizer_configuration
 
 pytestmark = [pytest.mark.kube, pytest.mark.xdist_group("kube")]
 
@@ -536,17 +540,16 @@ def test_a_lease_not_renewed_recently_fails(install: Install) -> None:
     code, checks = doctor(install, lease="gone-quiet")
     assert code == 1
     all_ok_but(checks, status_writer_lease="fail")
-    assert (
-        "held by writer-0_abc, last renewed 10 min ago (it lasts 15 s)"
-        in (checks["status-writer-lease"]["detail"])
+    assert checks["status-writer-lease"]["detail"] == (
+        f"Lease {install.namespace}/gone-quiet held by writer-0_abc, last renewed 10 min ago, "
+        "lapsed 10 min ago: the leader stopped renewing"
     )
 
 
 def test_the_running_writer_s_lease_is_held_and_fresh(install: Install) -> None:
     _, checks = doctor(install)
     detail = checks["status-writer-lease"]["detail"]
-    assert detail.startswith("held by ")
-    assert "(lasts 15 s)" in detail
+    assert re.fullmatch(r"held by \S+, renewed \d+ s ago, lapses in \d+ s unless renewed", detail)
 
 
 def test_stores_with_missing_or_stale_conditions_fail(install: Install) -> None:
@@ -606,45 +609,72 @@ def test_stores_with_missing_or_stale_conditions_fail(install: Install) -> None:
     )
 
 
-def test_a_store_held_with_no_writer_fails_and_the_printed_way_out_works(
-    install: Install,
-) -> None:
-    """The writer gone for good: the doctor names the held store and a patch that frees it."""
+def test_stores_held_with_no_writer_fail_and_the_printed_ways_out_work(install: Install) -> None:
+    """The writer gone for good: the doctor names the held stores and `cleanup`, which frees the
+    store whose finalizer the writer alone applied; for the store whose finalizer another manager
+    also lists (which `cleanup` leaves), the patch that removes ours alone."""
     plane = install.plane
     namespace = new_namespace(plane, "held")  # the install's writer does not watch it
     custom = k8s.CustomObjectsApi(api_client(plane))
-    body = feedbackstore("orphaned", VALID)
-    body["metadata"]["finalizers"] = ["example.com/keep", "agents.ctxmesh.ai/in-use-protection"]
-    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
-    custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "orphaned")
+    listed = feedbackstore("listed", VALID)
+    listed["metadata"]["finalizers"] = ["example.com/keep", FINALIZER]
+    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, listed)
+    applied = custom.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, feedbackstore("applied", VALID)
+    )
+    FeedbackStoreApi(api_client(plane)).apply_finalizer(
+        namespace, "applied", finalizer_configuration(applied, hold=True)
+    )
+    for name in ("applied", "listed"):
+        custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
     ten_minutes_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=10)
     _lease(plane, install.namespace, "writer-gone", "writer-0_abc", ten_minutes_ago)
 
     code, checks = doctor(install, store_namespace=namespace, lease="writer-gone")
     assert code == 1
-    assert checks["held-deletions"]["status"] == "fail"
-    assert checks["held-deletions"]["detail"] == (
-        "1 FeedbackStore Terminating with agents.ctxmesh.ai/in-use-protection and no status "
-        f"writer leading to release them: {namespace}/orphaned"
+    held = checks["held-deletions"]
+    assert (held["status"], held["detail"]) == (
+        "fail",
+        f"2 FeedbackStores Terminating with {FINALIZER} and no status writer leading to release "
+        f"them: {namespace}/applied, {namespace}/listed",
     )
-    way_out = checks["held-deletions"]["fix"].rpartition("for good and no agent needs the store: ")
-    command = way_out[2]
-    assert command.startswith(f"kubectl -n {namespace} patch fs orphaned --type=json -p '")
+    cleanup = (
+        f"feedbackstore-webhook cleanup --lease-namespace {install.namespace} "
+        "--lease-name writer-gone"
+    )
+    assert f"if it is gone for good: run {cleanup}, which takes " in held["fix"]
+    assert f"which cleanup leaves ({namespace}/listed)" in held["fix"]
+
+    # Confined to the test's namespace: the plane is shared.
+    words = [console_script(), *cleanup.split()[1:], "--kubeconfig", str(plane.kubeconfig),
+             "--namespace", namespace]  # fmt: skip
+    done = subprocess.run(words, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done
+    assert f"{namespace}/applied: removed finalizer {FINALIZER}" in done.stdout
+    eventually(lambda: _gone(custom, namespace, "applied"), what="applied store deleted")
+
+    command = held["fix"].rpartition("remove ours alone, e.g. ")[2]
+    assert command.startswith(f"kubectl -n {namespace} patch fs listed --type=json -p '")
     patch = command.split("-p '", 1)[1].rstrip("'")
-    done = plane.kubectl("-n", namespace, "patch", "fs", "orphaned", "--type=json", "-p", patch)
-    assert (done.returncode, done.stdout) == (
-        0,
-        "feedbackstore.agents.ctxmesh.ai/orphaned patched\n",
-    )
-    left = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "orphaned")
+    done = plane.kubectl("-n", namespace, "patch", "fs", "listed", "--type=json", "-p", patch)
+    assert (done.returncode, done.stdout) == (0, "feedbackstore.agents.ctxmesh.ai/listed patched\n")
+    left = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "listed")
     assert left["metadata"]["finalizers"] == ["example.com/keep"], "only ours was removed"
 
     _, checks = doctor(install, store_namespace=namespace)
     assert checks["held-deletions"]["status"] == "ok"
     # Let it go: a store left Terminating would block the CRD's deletion later on.
     custom.patch_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, "orphaned", {"metadata": {"finalizers": None}}
+        GROUP, VERSION, namespace, PLURAL, "listed", {"metadata": {"finalizers": None}}
     )
+
+
+def _gone(custom: k8s.CustomObjectsApi, namespace: str, name: str) -> bool:
+    try:
+        custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+    except k8s.ApiException as error:
+        return error.status == 404
+    return False
 
 
 def test_an_invalid_inline_declaration_is_listed_with_its_first_problem(install: Install) -> None:

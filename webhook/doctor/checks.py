@@ -13,7 +13,7 @@ from webhook.doctor.inline import check_inline
 from webhook.doctor.result import CheckResult, Level, fail, ok, refused, skip
 from webhook.doctor.snapshot import Fetched, FetchedList, ProbeOutcome, Snapshot, Target, Unreadable
 from webhook.doctor.stores import check_held, check_stores, check_validated_writers
-from webhook.kube.leader import read_record
+from webhook.kube.leader import lapses_at, read_record
 from webhook.kube.objects import CONDITION_TRUE, find_condition
 from webhook.kube.settings import LEASE_DURATION
 from webhook.kube.timestamps import parse_time
@@ -52,7 +52,12 @@ def run_checks(snapshot: Snapshot, target: Target, now: dt.datetime) -> list[Che
     scope = f"in {target.store_namespace}" if target.store_namespace else "in all namespaces"
     results.append(check_stores(snapshot.stores, scope, target.namespace))
     results.append(check_validated_writers(snapshot.stores))
-    results.append(check_held(snapshot.stores, writer_leads=lease.level is Level.OK))
+    held = check_held(
+        snapshot.stores,
+        writer_leads=lease.level is Level.OK,
+        lease=(target.namespace, target.lease),
+    )
+    results.append(held)
     results.append(check_inline(snapshot.agents, scope))
     return results
 
@@ -235,8 +240,8 @@ _LOGS = "check kube-apiserver's health and logs, and that you may create feedbac
 
 
 def check_lease(lease: Fetched, lease_ref: str, now: dt.datetime) -> CheckResult:
-    """A status writer leads: its Lease held and renewed, by the doctor's clock, within its
-    duration (the test a standby makes before it takes over)."""
+    """A status writer leads: its Lease held and, by the doctor's clock, not lapsed (as `cleanup`
+    judges it before it starts: the leader module's `lapses_at`)."""
     namespace = lease_ref.partition("/")[0]
     look = (
         f"kubectl -n {namespace} get pods -l {install.STATUS_WRITER.selector}; "
@@ -249,19 +254,22 @@ def check_lease(lease: Fetched, lease_ref: str, now: dt.datetime) -> CheckResult
     record = read_record(lease)
     if not record.holder:
         return fail(LEASE, f"Lease {lease_ref} is released: no status writer leads", look)
+    until = lapses_at(record, LEASE_DURATION)
     renewed = parse_time(record.renew_time)
-    if renewed is None:
+    if until is None or renewed is None:
         return fail(LEASE, f"Lease {lease_ref} held by {record.holder} was never renewed", look)
-    duration = record.duration or LEASE_DURATION
-    age = (now - renewed).total_seconds()
-    if age > duration:
+    age = _ago((now - renewed).total_seconds())
+    lapsed = (now - until).total_seconds()
+    if lapsed >= 0:
         return fail(
             LEASE,
-            f"Lease {lease_ref} held by {record.holder}, last renewed {_ago(age)} "
-            f"(it lasts {duration} s): the leader stopped renewing",
+            f"Lease {lease_ref} held by {record.holder}, last renewed {age}, lapsed "
+            f"{_ago(lapsed)}: the leader stopped renewing",
             look,
         )
-    return ok(LEASE, f"held by {record.holder}, renewed {_ago(age)} (lasts {duration} s)")
+    return ok(
+        LEASE, f"held by {record.holder}, renewed {age}, lapses in {-lapsed:.0f} s unless renewed"
+    )
 
 
 def _ago(seconds: float) -> str:

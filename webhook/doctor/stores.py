@@ -8,6 +8,7 @@ before it, or while it failed open): worth a warning."""
 from __future__ import annotations
 
 import json
+import shlex
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Final
@@ -24,6 +25,7 @@ from webhook.kube.objects import (
     metadata_of,
 )
 from webhook.rules import api, inuse
+from webhook.status.cleanup import plan_finalizer_cleanup
 from webhook.status.usage import current_in_use
 from webhook.status.validated import current_condition, observed_generation, validated_writers
 from webhook.text import counted, named
@@ -127,8 +129,9 @@ def hand_back_command(store: dict[str, Any]) -> str:
     )
 
 
-def check_held(stores: FetchedList, *, writer_leads: bool) -> CheckResult:
-    """Held while AgentDeployments use it: the feature working; held unused or unled: a failure."""
+def check_held(stores: FetchedList, *, writer_leads: bool, lease: tuple[str, str]) -> CheckResult:
+    """Held while AgentDeployments use it: the feature working; held unused or unled: a failure.
+    `lease`: (namespace, name) of the status writer's Lease, which `cleanup` must be told of."""
     if isinstance(stores, Unreadable) or stores is None:
         return skip(HELD, "FeedbackStores not listed")
     holding = [s for s in stores if deletion_in_progress(s) and has_finalizer(s, inuse.FINALIZER)]
@@ -139,8 +142,8 @@ def check_held(stores: FetchedList, *, writer_leads: bool) -> CheckResult:
             HELD,
             f"{_count(holding)} Terminating with {inuse.FINALIZER} and no status writer "
             f"leading to release them: {_few(holding)}",
-            "start the status writer again (see status-writer-lease); if it is gone for good "
-            f"and no agent needs the store: {remove_command(holding[0])}",
+            "start the status writer again (see status-writer-lease); if it is gone for good: "
+            + _way_out(holding, lease),
         )
     released = [s for s in holding if _in_use_reason(s) == inuse.REASON_NOT_REFERENCED]
     if released:
@@ -158,9 +161,39 @@ def check_held(stores: FetchedList, *, writer_leads: bool) -> CheckResult:
     )
 
 
+def _way_out(holding: Sequence[dict[str, Any]], lease: tuple[str, str]) -> str:
+    """`cleanup`, the command built for a writer gone for good, for the stores whose finalizer
+    it removes (the writer's alone, by `metadata.managedFields`); for the others, which it
+    leaves as they stand, the patch of the first."""
+    left = [store for store in holding if not plan_finalizer_cleanup(store).removed]
+    ways = []
+    if len(left) < len(holding):
+        ways.append(
+            f"run {cleanup_command(*lease)}, which takes the writer's finalizer and conditions "
+            "off every FeedbackStore (docs/install.md, Uninstall)"
+        )
+    if left:
+        ways.append(
+            f"{_count(left)} whose finalizer is not the writer's alone, which cleanup leaves "
+            f"({_few(left)}): where no agent needs the store, remove ours alone, e.g. "
+            f"{remove_command(left[0])}"
+        )
+    return "; ".join(ways)
+
+
+def cleanup_command(lease_namespace: str, lease_name: str) -> str:
+    """The command built for a writer gone for good, told of a Lease not where it ships."""
+    words = ["feedbackstore-webhook", "cleanup"]
+    if lease_namespace != install.NAMESPACE:
+        words += ["--lease-namespace", lease_namespace]
+    if lease_name != install.LEASE:
+        words += ["--lease-name", lease_name]
+    return shlex.join(words)
+
+
 def remove_command(store: dict[str, Any]) -> str:
-    """For an admin whose writer is gone for good: a JSON patch removing our finalizer alone,
-    guarded by a `test` of its position."""
+    """For a store the leading writer fails to release (`cleanup` refuses while a writer leads):
+    a JSON patch removing our finalizer alone, guarded by a `test` of its position."""
     metadata = metadata_of(store)
     path = f"/metadata/finalizers/{list(metadata.get('finalizers') or []).index(inuse.FINALIZER)}"
     patch = json.dumps(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import copy
 import datetime as dt
+import shlex
 from typing import Any
 
 import pytest
@@ -61,6 +62,7 @@ from webhook.rules.api import CRD_NAME
 
 NOW = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.UTC)
 TARGET = Target()
+SHIPPED_LEASE = (TARGET.namespace, TARGET.lease)
 SERVICE_HOST = "feedbackstore-webhook.feedbackstore-system.svc"
 FORBIDDEN = Unreadable('secrets is forbidden: User "bob" cannot get resource "secrets"')
 
@@ -924,24 +926,36 @@ def lease(
         (
             lease(renewed=NOW - dt.timedelta(seconds=3)),
             Level.OK,
-            "held by writer-0_1, renewed 3 s ago (lasts 15 s)",
+            "held by writer-0_1, renewed 3 s ago, lapses in 12 s unless renewed",
         ),
         (
             lease(renewed=NOW + dt.timedelta(seconds=2)),
             Level.OK,
-            "held by writer-0_1, renewed 2 s in the future (clock skew) (lasts 15 s)",
+            "held by writer-0_1, renewed 2 s in the future (clock skew), lapses in 17 s unless "
+            "renewed",
+        ),
+        (
+            lease(renewed=NOW - dt.timedelta(seconds=15)),
+            Level.FAIL,
+            "Lease ns/lease held by writer-0_1, last renewed 15 s ago, lapsed 0 s ago: "
+            "the leader stopped renewing",
         ),
         (
             lease(renewed=NOW - dt.timedelta(seconds=16)),
             Level.FAIL,
-            "Lease ns/lease held by writer-0_1, last renewed 16 s ago (it lasts 15 s): "
+            "Lease ns/lease held by writer-0_1, last renewed 16 s ago, lapsed 1 s ago: "
             "the leader stopped renewing",
         ),
         (
             lease(renewed=NOW - dt.timedelta(hours=3)),
             Level.FAIL,
-            "Lease ns/lease held by writer-0_1, last renewed 3 h ago (it lasts 15 s): "
+            "Lease ns/lease held by writer-0_1, last renewed 3 h ago, lapsed 3 h ago: "
             "the leader stopped renewing",
+        ),
+        (
+            {"spec": {"holderIdentity": "writer-0_1", "renewTime": "2026-06-01T11:59:50.000000Z"}},
+            Level.OK,
+            "held by writer-0_1, renewed 10 s ago, lapses in 5 s unless renewed",
         ),
         (lease(holder=""), Level.FAIL, "Lease ns/lease is released: no status writer leads"),
         (lease(renewed=None), Level.FAIL, "Lease ns/lease held by writer-0_1 was never renewed"),
@@ -951,8 +965,10 @@ def lease(
     ids=[
         "fresh",
         "ahead of our clock",
+        "lapsed the moment its duration is up, as cleanup judges it",
         "just past its duration",
         "hours old",
+        "without a duration: the writer's own default",
         "released",
         "never renewed",
         "missing",
@@ -1406,20 +1422,83 @@ def terminating(
 def test_stores_held_by_in_use_protection(
     stores: list[dict[str, Any]], writer_leads: bool, level: Level, detail: str
 ) -> None:
-    result = check_held(stores, writer_leads=writer_leads)
+    result = check_held(stores, writer_leads=writer_leads, lease=SHIPPED_LEASE)
     assert (result.name, result.level, result.detail) == ("held-deletions", level, detail)
     assert (result.fix != "") is (level is not Level.OK)
 
 
-def test_the_way_out_removes_our_finalizer_alone_at_its_position() -> None:
-    held = terminating("a", finalizers=("example.com/other", FINALIZER))
+def test_a_store_the_leading_writer_fails_to_release_gets_a_patch_of_our_finalizer_alone() -> None:
+    """`cleanup` refuses while a writer leads: the way out is this one store's finalizer."""
+    held = terminating("a", finalizers=("example.com/other", FINALIZER), in_use="NotReferenced")
     assert remove_command(held) == (
         "kubectl -n ns patch fs a --type=json -p '["
         '{"op":"test","path":"/metadata/finalizers/1","value":"agents.ctxmesh.ai/in-use-protection"},'
         '{"op":"remove","path":"/metadata/finalizers/1"}]\''
     )
-    result = check_held([held], writer_leads=False)
+    result = check_held([held], writer_leads=True, lease=SHIPPED_LEASE)
     assert remove_command(held) in result.fix
+    assert "cleanup" not in result.fix
+
+
+def holding_ours(store: dict[str, Any], *managers: str) -> dict[str, Any]:
+    """`store` with our finalizer's entry owned by each of `managers`' applies."""
+    store["metadata"]["managedFields"] = [
+        {
+            "manager": manager,
+            "operation": "Apply",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:finalizers": {f'v:"{FINALIZER}"': {}}}},
+        }
+        for manager in managers
+    ]
+    return store
+
+
+WRITER = "feedbackstore-status-writer"
+
+
+@pytest.mark.parametrize(
+    ("lease_at", "command"),
+    [
+        pytest.param(SHIPPED_LEASE, "feedbackstore-webhook cleanup", id="the shipped Lease"),
+        pytest.param(
+            ("ops", "writer"),
+            "feedbackstore-webhook cleanup --lease-namespace ops --lease-name writer",
+            id="a Lease elsewhere is named",
+        ),
+    ],
+)
+def test_held_by_the_writer_s_finalizer_with_no_writer_leading_points_at_cleanup(
+    lease_at: tuple[str, str], command: str
+) -> None:
+    from webhook.cli.cleanup import CleanupSettings
+    from webhook.cli.flags import settings_from
+    from webhook.cli.main import build_parser
+
+    held = holding_ours(terminating("a", finalizers=("example.com/other", FINALIZER)), WRITER)
+    result = check_held([held], writer_leads=False, lease=lease_at)
+    assert result.level is Level.FAIL
+    assert result.fix == (
+        "start the status writer again (see status-writer-lease); if it is gone for good: "
+        f"run {command}, which takes the writer's finalizer and conditions off every "
+        "FeedbackStore (docs/install.md, Uninstall)"
+    )
+    parsed = build_parser().parse_args(shlex.split(command)[1:])
+    settings = settings_from(CleanupSettings, parsed)
+    assert (settings.lease_namespace, settings.lease_name) == lease_at
+
+
+def test_a_finalizer_not_the_writer_s_alone_which_cleanup_leaves_gets_a_patch() -> None:
+    shared = holding_ours(terminating("b"), WRITER, "platform-operator")
+    held = [holding_ours(terminating("a"), WRITER), shared, terminating("c")]
+    result = check_held(held, writer_leads=False, lease=SHIPPED_LEASE)
+    assert result.fix == (
+        "start the status writer again (see status-writer-lease); if it is gone for good: "
+        "run feedbackstore-webhook cleanup, which takes the writer's finalizer and conditions "
+        "off every FeedbackStore (docs/install.md, Uninstall); 2 FeedbackStores whose finalizer "
+        "is not the writer's alone, which cleanup leaves (ns/b, ns/c): where no agent needs the "
+        f"store, remove ours alone, e.g. {remove_command(shared)}"
+    )
 
 
 def test_held_deletions_are_judged_with_the_lease_check_s_answer() -> None:
@@ -1439,7 +1518,8 @@ def test_held_deletions_are_judged_with_the_lease_check_s_answer() -> None:
 
 
 def test_unlisted_stores_skip_the_held_check() -> None:
-    assert check_held(Unreadable("forbidden"), writer_leads=True).level is Level.SKIP
+    held = check_held(Unreadable("forbidden"), writer_leads=True, lease=SHIPPED_LEASE)
+    assert held.level is Level.SKIP
 
 
 # -- inline-declarations: AgentDeployments whose spec.feedback is invalid -----

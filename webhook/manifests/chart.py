@@ -47,6 +47,7 @@ CHART_LABELS: Final = (
 COMPONENTS: Final = {
     install.WEBHOOK.component: "webhook",
     install.STATUS_WRITER.component: "statusWriter",
+    install.CLEANUP.component: "cleanup",
 }
 # The scheduling knobs of a pod spec: kept where a manifest has them, added where it has not.
 POD_KNOBS: Final = ("nodeSelector", "tolerations", "affinity", "topologySpreadConstraints")
@@ -282,7 +283,11 @@ def _template(
         _tls_secret_refs(document, markers)
     elif kind == "Job":
         pod = document["spec"]["template"]["spec"]
-        pod["containers"] = [_image(c, markers, defaults) for c in pod["containers"]]
+        job = defaults.setdefault(component, {})
+        pod["containers"] = [
+            _resources(_image(c, markers, defaults), markers, job, values)
+            for c in pod["containers"]
+        ]
     elif kind == "PodDisruptionBudget":
         condition = f"{{{{- if {values}.podDisruptionBudget.enabled }}}}"
         spec = document["spec"]
@@ -399,14 +404,21 @@ def _deployment(
         None,
     )
     pod[markers.block(optional("imagePullSecrets", ".Values.imagePullSecrets"))] = None
-    containers = []
-    for container in pod["containers"]:
-        container = _image(container, markers, root)
-        defaults["resources"] = container.get("resources", {})
-        resources = markers.block(always("resources", f"{values}.resources"))
-        containers.append(_rekey(container, "resources", resources, None))
-    pod["containers"] = containers
+    pod["containers"] = [
+        _resources(_image(container, markers, root), markers, defaults, values)
+        for container in pod["containers"]
+    ]
     spec["template"]["spec"] = pod
+
+
+def _resources(
+    container: dict[str, Any], markers: _Markers, defaults: dict[str, Any], values: str
+) -> dict[str, Any]:
+    """The container's resources from `values`.resources, whose default is the manifest's: the
+    one knob every component's pod has, the Deployments' and the cleanup Job's alike."""
+    defaults["resources"] = container.get("resources", {})
+    resources = markers.block(always("resources", f"{values}.resources"))
+    return _rekey(container, "resources", resources, None)
 
 
 def _image(container: dict[str, Any], markers: _Markers, root: dict[str, Any]) -> dict[str, Any]:
@@ -558,6 +570,9 @@ affinity.podAntiAffinity: null). A budget takes minAvailable or maxUnavailable, 
 minAvailable: null with maxUnavailable: 1.""",
     "statusWriter": """\
 The status writer's Deployment and PodDisruptionBudget; defaults: manifests/status-writer's.""",
+    "cleanup": """\
+The uninstall's cleanup Job (manifests/cleanup/, run by `helm uninstall` once the release's
+objects are gone); defaults: manifests/cleanup's.""",
     "webhookConfiguration": """\
 The ValidatingWebhookConfiguration: failurePolicy and timeoutSeconds of each entry (by
 its name), and the namespaces it never judges (the release's own is always added).""",
@@ -575,7 +590,7 @@ stores nothing) in this namespace, which the webhook must judge.""",
 _ORDER: Final = (
     "image", "imagePullSecrets", "commonLabels", "commonAnnotations", "crds", "admission", "tls",
     "webhook",
-    "statusWriter", "webhookConfiguration", "serviceMonitor", "prometheusRule", "test",
+    "statusWriter", "cleanup", "webhookConfiguration", "serviceMonitor", "prometheusRule", "test",
 )  # fmt: skip
 
 

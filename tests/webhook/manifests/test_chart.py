@@ -236,6 +236,7 @@ def _at(docs: list[dict[str, Any]], kind: str, name: str, path: str) -> Any:
 
 WEBHOOK = ("Deployment", "feedbackstore-webhook")
 WRITER = ("Deployment", "feedbackstore-status-writer")
+CLEANUP = ("Job", "feedbackstore-cleanup")
 POD = "spec/template/spec"
 KNOB_VALUES = yaml.safe_load(EVERY_KNOB.read_text(encoding="utf-8"))
 W, S = KNOB_VALUES["webhook"], KNOB_VALUES["statusWriter"]
@@ -274,6 +275,12 @@ VWC = ("ValidatingWebhookConfiguration", "feedbackstore-webhook")
             f"{POD}/containers/0/resources",
             S["resources"],
             id="statusWriter.resources replace the default",
+        ),
+        pytest.param(
+            CLEANUP,
+            f"{POD}/containers/0/resources",
+            KNOB_VALUES["cleanup"]["resources"],
+            id="cleanup.resources replace the uninstall Job's default",
         ),
         pytest.param(WEBHOOK, f"{POD}/nodeSelector", W["nodeSelector"], id="nodeSelector"),
         pytest.param(WRITER, f"{POD}/tolerations", S["tolerations"], id="tolerations"),

@@ -67,10 +67,10 @@ def json_type_name(value: object) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
-def format_value(value: object) -> str:
-    """Render a bad value the way Go's %q / %v would, cut to a readable size."""
+def format_value(value: object, *, whole: bool = False) -> str:
+    """Render a bad value the way Go's %q / %v would, cut to a readable size unless `whole`."""
     if isinstance(value, str):
-        return quote(cut(value, SHOWN_VALUE))
+        return quote(value if whole else cut(value, SHOWN_VALUE))
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -106,6 +106,8 @@ class Problem:
     type: ErrorType
     bad_value: Any = _OMIT
     detail: str = ""
+    # Shown whole where kube-apiserver shows it whole (an object's name), not cut.
+    whole: bool = False
 
     @property
     def field(self) -> str:
@@ -117,7 +119,7 @@ class Problem:
         """The error body kubectl prints after the field path."""
         text = _TITLES[self.type]
         if self.type not in _VALUE_OMITTED and self.bad_value is not _OMIT:
-            text = f"{text}: {format_value(self.bad_value)}"
+            text = f"{text}: {format_value(self.bad_value, whole=self.whole)}"
         if self.detail:
             text = f"{text}: {self.detail}"
         return text
@@ -145,8 +147,8 @@ def required(path: Path, detail: str = "") -> Problem:
     return Problem(path, ErrorType.REQUIRED, detail=detail)
 
 
-def invalid(path: Path, value: object, detail: str) -> Problem:
-    return Problem(path, ErrorType.INVALID, value, detail)
+def invalid(path: Path, value: object, detail: str, *, whole: bool = False) -> Problem:
+    return Problem(path, ErrorType.INVALID, value, detail, whole)
 
 
 def duplicate(path: Path, value: object, detail: str = "") -> Problem:

@@ -74,7 +74,7 @@ def check_manifest(doc: dict[str, Any], form: Form = STORE) -> ManifestVerdict:
     elif api_version not in form.api_versions:
         head.append(not_supported(_API_VERSION, api_version, form.api_versions))
     metadata = doc.get("metadata")
-    head.extend(validate_metadata(metadata, form.kind))
+    head.extend(validate_metadata(metadata))
     top = list(unknown_fields(doc, _KNOWN_TOP_LEVEL, Path()))  # a few named, the rest counted
     head.extend(finding for finding in top if isinstance(finding, Problem))
     counted = sum(finding.count for finding in top if isinstance(finding, Unjudged))

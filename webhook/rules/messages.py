@@ -51,12 +51,6 @@ def attribution(channel: str | None) -> str:
     return "human" if channel is None else f"external:{channel}"
 
 
-def name_required(kind: str) -> str:
-    """`a FeedbackStore needs a name`, `an AgentDeployment needs a name`. Offline only (the
-    CLI): in a cluster the API server requires the name itself."""
-    return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind} needs a name"
-
-
 def first_declared_at(why: str, first: str) -> str:
     """A duplicate's detail: the rule, then where the name was declared first."""
     return f"{why} (first declared at {first})"

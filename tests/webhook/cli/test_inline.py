@@ -172,11 +172,11 @@ def test_the_docs_show_what_validate_prints_for_the_inline_examples() -> None:
     assert result.stdout == block
 
 
-def test_an_agent_without_a_name_is_told_it_needs_one(tmp_path: Path) -> None:
+def test_an_agent_without_a_name_is_told_as_kube_apiserver_tells_it(tmp_path: Path) -> None:
     nameless = agent(VALID)
     del nameless["metadata"]["name"]
     result = run(str(write_yaml(tmp_path / "a.yaml", nameless)))
     assert result.returncode == 1
     assert result.stdout.splitlines()[0].endswith(
-        "metadata.name: Required value: an AgentDeployment needs a name"
+        "metadata.name: Required value: name or generateName is required"
     )

@@ -189,21 +189,25 @@ def policy_warnings(stderr: str) -> list[str]:
 
 def audit_annotations(plane: ControlPlane, verb: str, target: Target, namespace: str,
                       name: str) -> dict[str, str]:  # fmt: skip
-    """The annotations of the completed audit event of `verb` on the object `name` (blocking
-    audit: written before the response)."""
-    for line in plane.audit_log.read_text().splitlines():
-        event: dict[str, Any] = json.loads(line)
-        ref = event.get("objectRef", {})
-        if (
-            event["stage"] == "ResponseComplete"
-            and event["verb"] == verb
-            and ref.get("resource") == target.plural
-            and ref.get("namespace") == namespace
-            and ref.get("name") == name
-        ):
-            annotations: dict[str, str] = event.get("annotations", {})
-            return annotations
-    raise AssertionError(f"no audit event of {verb} {namespace}/{name}")
+    """The annotations of the completed audit event of `verb` on the object `name` (waited on:
+    the client may have its answer before the event is written)."""
+
+    def find() -> tuple[dict[str, str]] | None:  # found, even with no annotation
+        for line in plane.audit_log.read_text().splitlines():
+            event: dict[str, Any] = json.loads(line)
+            ref = event.get("objectRef", {})
+            if (
+                event["stage"] == "ResponseComplete"
+                and event["verb"] == verb
+                and ref.get("resource") == target.plural
+                and ref.get("namespace") == namespace
+                and ref.get("name") == name
+            ):
+                return (event.get("annotations", {}),)
+        return None
+
+    (found,) = eventually(find, timeout=30, what=f"audit event of {verb} {name}")
+    return found
 
 
 # ---------------------------------------------------------------- the plane and its actions

@@ -315,6 +315,23 @@ def test_malformed_creates_are_refused(
     assert raised.value.status == (422 if reason == "Invalid" else 400)
 
 
+def test_a_name_too_long_and_malformed_gets_both_causes_as_kube_apiserver_gives_them(
+    api: client.CustomObjectsApi,
+) -> None:
+    """As tests/kube/test_metadata_real.py saw the real server answer: the length, then the form,
+    each a FieldValueInvalid with the name whole."""
+    name = "a" * 254 + "A"
+    with pytest.raises(ApiException) as raised:
+        api.create_namespaced_custom_object(GROUP, VERSION, "ns", PLURAL, feedbackstore(name))
+    causes = _status(raised.value)["details"]["causes"]
+    assert [(c["field"], c["reason"]) for c in causes] == [
+        ("metadata.name", "FieldValueInvalid"),
+        ("metadata.name", "FieldValueInvalid"),
+    ]
+    assert causes[0]["message"] == f'Invalid value: "{name}": must be no more than 253 characters'
+    assert causes[1]["message"].startswith(f'Invalid value: "{name}": a lowercase RFC 1123 ')
+
+
 def test_a_body_over_three_mebibytes_is_413(apiserver: ApiServerEmulator) -> None:
     body = feedbackstore("huge")
     body["spec"]["padding"] = "x" * (3 * 1024 * 1024)

@@ -21,11 +21,11 @@ from typing import Any
 
 from tests.support.emulator.errors import Cause, field_cause
 from tests.support.emulator.resources import CORE_EVENTS, EVENTS_V1, LEASES, ResourceType
+from webhook.rules.metadata import validate_metadata
 
 MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
 _MICRO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})")
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
-_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 # (path, is_micro) of every time field per resource.
 _TIME_FIELDS: dict[str, tuple[tuple[tuple[str, ...], bool], ...]] = {
@@ -98,26 +98,14 @@ def decode_message(resource: ResourceType, problem: str) -> str:
 
 
 def name_causes(name: Any) -> list[Cause]:
-    if not name:
-        return [
-            field_cause(
-                "FieldValueRequired",
-                "metadata.name",
-                "Required value: name or generateName is required",
-            )
-        ]
-    if not isinstance(name, str) or len(name) > 253 or not _SUBDOMAIN.fullmatch(name):
-        return [
-            field_cause(
-                "FieldValueInvalid",
-                "metadata.name",
-                f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
-                "lower case alphanumeric characters, '-' or '.', and must start and end "
-                "with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-            )
-        ]
-    return []
+    """The server's causes for `metadata.name`: the CLI's offline rule, which
+    tests/kube/test_metadata_real.py holds word for word to kube-apiserver's (a name too long
+    and malformed gets both; the value shown whole)."""
+    return [
+        field_cause(str(problem.type), problem.field, problem.message)
+        for problem in validate_metadata({"name": name})
+        if problem.field == "metadata.name"
+    ]
 
 
 def _required(obj: dict[str, Any], field: str) -> list[Cause]:

@@ -90,14 +90,16 @@ def instructions_per_review(tree: pathlib.Path | None, work: pathlib.Path, label
     with (work / f"{label}.log").open("wb") as log:
         server = subprocess.Popen(command, env=env, stdout=log, stderr=log)
     try:
-        deadline = time.monotonic() + 120
+        # Imports under valgrind take a minute on a quiet machine, several at load 30.
+        deadline = time.monotonic() + 900
         while True:
             try:
                 post_reviews(port, ca, body, 1, 1)
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"{label} did not start (see {work / label}.log)") from None
+                    log = (work / f"{label}.log").read_text(errors="replace")[-2000:]
+                    raise SystemExit(f"{label} did not start; its output ends:\n{log}") from None
                 time.sleep(0.5)
         post_reviews(port, ca, body, args.warmup, args.connections)
         control = ["callgrind_control", "-i"]

@@ -7,12 +7,13 @@ work on it; the number of instructions the server's event-loop thread runs per
 review does not (two runs agree within 0.5 %). Each server (`serve`, TLS, the
 same certificate, PYTHONHASHSEED=0) runs under valgrind's callgrind with
 instrumentation off; a client in another process warms it up, then
-instrumentation is switched on for exactly `--requests` reviews over
-keep-alive connections and off again. The thread's count over the requests
-answered is the figure; the log listener's thread is not counted (a valid
-review logs nothing). Instructions are not time: native code (orjson, OpenSSL)
-runs other instructions under valgrind than on the CPU, so a ratio here is
-checked against bench/admission/run.py's on a quiet machine before it is relied on.
+instrumentation is switched on for exactly `--requests` reviews over the
+keep-alive connections the warm-up opened (no TLS handshake is counted) and off
+again. The thread's count over the requests answered is the figure; the log
+listener's thread is not counted (a valid review logs nothing). Instructions
+are not time: native code (orjson, OpenSSL) runs other instructions under
+valgrind than on the CPU, so a ratio here is checked against
+bench/admission/run.py's on a quiet machine before it is relied on.
 valgrind is installed with apt-get when absent.
 """
 
@@ -42,10 +43,19 @@ def ensure_valgrind() -> None:
     subprocess.run(["apt-get", "install", "-y", "-qq", "valgrind"], check=True)
 
 
-def post_reviews(port: int, ca: pathlib.Path, body: bytes, count: int, connections: int) -> int:
-    """POST `body` `count` times over `connections` keep-alive connections; the 200s."""
+def connect(port: int, ca: pathlib.Path, count: int) -> list[http.client.HTTPSConnection]:
+    """`count` HTTPS connections to the server (each opens with its first request)."""
     context = ssl.create_default_context(cafile=str(ca))
-    answered = [0] * connections
+    return [http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=300)
+            for _ in range(count)]  # fmt: skip
+
+
+def post_reviews(connections: list[http.client.HTTPSConnection], body: bytes, count: int, *,
+                 retry: bool = False) -> int:  # fmt: skip
+    """POST `body` `count` times, spread over `connections` and kept alive; the 200s. With
+    `retry`, a request that fails on its connection (a server under valgrind on a loaded machine
+    may pass its 10 s handshake deadline) goes again on a new one."""
+    answered = [0] * len(connections)
     failures: list[BaseException] = []
 
     def client(slot: int) -> None:
@@ -55,15 +65,23 @@ def post_reviews(port: int, ca: pathlib.Path, body: bytes, count: int, connectio
             failures.append(error)
 
     def post(slot: int) -> None:
-        connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=300)
-        for _ in range(count // connections):
-            connection.request("POST", "/validate", body, {"Content-Type": "application/json"})
-            response = connection.getresponse()
-            response.read()
-            answered[slot] += response.status == 200
-        connection.close()
+        connection, retries = connections[slot], 20
+        while answered[slot] < count // len(connections):
+            try:
+                connection.request("POST", "/validate", body, {"Content-Type": "application/json"})
+                response = connection.getresponse()
+                response.read()
+            except (OSError, http.client.HTTPException):
+                if not retry or not retries:
+                    raise
+                retries -= 1
+                connection.close()  # the next request opens a new connection
+                continue
+            if response.status != 200:
+                raise RuntimeError(f"answered {response.status}: {response.read()[:200]!r}")
+            answered[slot] += 1
 
-    threads = [threading.Thread(target=client, args=(slot,)) for slot in range(connections)]
+    threads = [threading.Thread(target=client, args=(slot,)) for slot in range(len(connections))]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -94,17 +112,19 @@ def instructions_per_review(tree: pathlib.Path | None, work: pathlib.Path, label
         deadline = time.monotonic() + 900
         while True:
             try:
-                post_reviews(port, ca, body, 1, 1)
+                post_reviews(connect(port, ca, 1), body, 1)
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     log = (work / f"{label}.log").read_text(errors="replace")[-2000:]
                     raise SystemExit(f"{label} did not start; its output ends:\n{log}") from None
                 time.sleep(0.5)
-        post_reviews(port, ca, body, args.warmup, args.connections)
+        # The measured reviews go over connections the warm-up opened: no handshake is counted.
+        connections = connect(port, ca, args.connections)
+        post_reviews(connections, body, args.warmup, retry=True)
         control = ["callgrind_control", "-i"]
         subprocess.run([*control, "on", str(server.pid)], check=True, capture_output=True)
-        answered = post_reviews(port, ca, body, args.requests, args.connections)
+        answered = post_reviews(connections, body, args.requests)
         subprocess.run([*control, "off", str(server.pid)], check=True, capture_output=True)
     finally:
         server.terminate()

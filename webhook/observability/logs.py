@@ -25,6 +25,14 @@ def logger(component: str) -> logging.Logger:
     return logging.getLogger(f"{NAMESPACE}.{component}")
 
 
+def log_fields(log: logging.Logger, level: int, msg: str, fields: dict[str, Any]) -> None:
+    """`log.log(level, msg, extra={"fields": fields})` without `Logger.findCaller`, whose walk up
+    the stack for a file and line (which no line shows) was a third of what logging a denial cost
+    the event loop (bench/admission/instructions.py). For the lines a review logs."""
+    if log.isEnabledFor(level):
+        log.handle(log.makeRecord(log.name, level, "", 0, msg, (), None, extra={"fields": fields}))
+
+
 class JsonFormatter(logging.Formatter):
     """`time` is RFC 3339 in UTC with milliseconds, truncated: `2023-11-14T22:13:20.999Z`."""
 

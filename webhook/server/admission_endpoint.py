@@ -11,6 +11,7 @@ answer with, gets a JSON Status 500.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -32,7 +33,7 @@ from webhook.admission import (
 )
 from webhook.admission.audit import ALLOWED, DENIED
 from webhook.admission.decision import EXEMPTIONS
-from webhook.observability.logs import logger
+from webhook.observability.logs import log_fields, logger
 from webhook.server.memory import Trimmer
 from webhook.server.refusal import refusal, refuse
 from webhook.server.webhook_metrics import ERROR, WebhookMetrics
@@ -174,9 +175,9 @@ def _record(request: AdmissionRequest, decision: Decision) -> None:
     if verdict is not None:
         fields["problems"] = verdict.problem_count
     if not decision.allowed:
-        _log.info("denied", extra={"fields": fields})
+        log_fields(_log, logging.INFO, "denied", fields)
     elif decision.why in EXEMPTIONS:
         if verdict is not None and not verdict.valid:
-            _log.info("allowed despite an invalid spec", extra={"fields": fields})
+            log_fields(_log, logging.INFO, "allowed despite an invalid spec", fields)
     elif decision.why in _NOTEWORTHY:
-        _log.warning("allowed without checking", extra={"fields": fields})
+        log_fields(_log, logging.WARNING, "allowed without checking", fields)

@@ -377,6 +377,24 @@ async def test_a_denial_is_one_json_log_line_without_the_object(
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["time"])
 
 
+async def test_a_denial_s_log_line_is_made_without_looking_up_its_caller(
+    webhook: Webhook, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No line shows a file or line number, and finding them walks the stack on the event loop.
+    caplog.set_level(logging.INFO, logger="feedbackstore")
+    looked_up: list[str] = []
+    find_caller = logging.Logger.findCaller
+
+    def spied(log: logging.Logger, *args: Any, **kwargs: Any) -> Any:
+        looked_up.append(log.name)
+        return find_caller(log, *args, **kwargs)
+
+    monkeypatch.setattr(logging.Logger, "findCaller", spied)
+    await admitted(webhook, create(duplicate_spec()))
+    assert [r.getMessage() for r in caplog.records if r.name.endswith("admission")] == ["denied"]
+    assert [name for name in looked_up if name.endswith("admission")] == []
+
+
 async def test_a_review_without_resource_or_user_is_logged_as_misdirected_with_empty_fields(
     webhook: Webhook, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -1,14 +1,20 @@
-"""The spec's cross-field invariants (`webhook.rules.verdict`) as CEL `x-kubernetes-validations`,
-with the platform's messages: what users read, since the CRD runs before any webhook (as seen on
-a real server in tests/kube/test_crd_real.py). Each rule may assume the schema's bounds (CEL runs
-after them)."""
+"""The cross-field rules of webhook/rules/declarations.py as the CRD's `x-kubernetes-validations`
+(its OpenAPI schema, from the model, holds the per-field ones), with the platform's messages:
+what users read, since the CRD runs before any webhook (as seen on a real server in
+tests/kube/test_crd_real.py). Each rule may assume the schema's bounds (CEL runs after them).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
-from webhook.rules import api, messages
+from pydantic import BaseModel
+
+from webhook.rules import api
+from webhook.rules.declarations import RULES, Check, Rule, Steps
 from webhook.rules.field_errors import GO_ESCAPES, ErrorType
+from webhook.rules.model import FeedbackStoreSpec
 
 MIN_KUBERNETES = (1, 28)  # the oldest minor with every rule field and CEL function used here
 
@@ -103,88 +109,99 @@ def _first_message(items: str, var: str, fine: str, message: str) -> str:
     return f"{items}.map({var}, {fine} ? '' : {message}).filter(m, m != '')[0]"
 
 
-def _unique_names(items: str, prefix: str, message: str) -> str:
-    """CEL messageExpression for "every `name` in `items` is unique"."""
-    marks = _marks(items, "y", "y.name", "x.name")
-    first = _Position(prefix, f"{marks}.indexOf(1)", ".name")
-    again = _Position(prefix, f"{marks}.lastIndexOf(1)", ".name")
-    unique = f"{items}.exists_one(y, y.name == x.name)"
-    return _first_message(items, "x", unique, declared_twice(message, "x.name", first, again))
+def _unique_names(items: str, key: str, prefix: str, message: str) -> str:
+    """CEL messageExpression for "every item's `key` in `items` is unique"."""
+    marks = _marks(items, "y", f"y.{key}", f"x.{key}")
+    first = _Position(prefix, f"{marks}.indexOf(1)", f".{key}")
+    again = _Position(prefix, f"{marks}.lastIndexOf(1)", f".{key}")
+    unique = f"{items}.exists_one(y, y.{key} == x.{key})"
+    return _first_message(items, "x", unique, declared_twice(message, f"x.{key}", first, again))
 
 
-def _first_external(fine: str, message: str, first: _Position, again: _Position) -> str:
-    """CEL messageExpression naming the first `score.name` in `spec.external` that is not `fine`."""
-    said = declared_twice(message, "c.score.name", first, again)
-    return _first_message("self.external", "c", fine, said)
+def _model_of(annotation: object) -> type[BaseModel] | None:
+    """The model a field's annotation holds (`HumanSource | None`: HumanSource)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):
+        found = _model_of(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def _present(steps: Steps) -> list[str]:
+    """`has(...)` for each optional field on the way to `steps` (the schema makes the rest
+    present once their parent is)."""
+    model: type[BaseModel] | None = FeedbackStoreSpec
+    guards = []
+    for depth, step in enumerate(steps):
+        assert model is not None, steps
+        fields = {field.alias or name: field for name, field in model.model_fields.items()}
+        if not fields[step].is_required():
+            guards.append(f"has(self.{'.'.join(steps[: depth + 1])})")
+        model = _model_of(fields[step].annotation)
+    return guards
+
+
+def _any_source(rule: Rule) -> CelRule:
+    """ANY_SOURCE on spec; `reason: FieldValueRequired` prints the verdict's very line,
+    `spec: Required value: <message>`."""
+    sources = [
+        "(" + " && ".join([*_present(steps), f"size(self.{'.'.join(steps)}) > 0"]) + ")"
+        for steps in rule.sources
+    ]
+    return CelRule(at="", rule=" || ".join(sources), message=rule.words, reason=rule.error)
+
+
+def _unique(rule: Rule) -> CelRule:
+    """A UNIQUE rule: at its list when it reads nothing else, else on spec with `fieldPath` at
+    the list holding the name (a fieldPath cannot hold an index). The duplicate rules keep
+    the default FieldValueInvalid: FieldValueDuplicate makes kube-apiserver print a bare
+    `Duplicate value`, without the message."""
+    items, key = ".".join(rule.field), ".".join(rule.key)
+    prefix = str(api.SPEC.child(items))
+    other = rule.first_in or (rule.unless.first_in if rule.unless is not None else None)
+    if other is None:
+        return CelRule(
+            at=items,
+            rule=f"self.all(x, self.exists_one(y, y.{key} == x.{key}))",
+            message=rule.words,
+            message_expression=_unique_names("self", key, prefix, rule.words),
+        )
+    # `has(...) ? rule : true`, not `!has(...) || rule`: cel-python evaluates both sides of `||`
+    # and, in a comprehension, compounds the errors until it runs out of memory.
+    listed, theirs = f"self.{items}", f"self.{'.'.join(other.field)}"
+    their_key = ".".join(other.key)
+    in_theirs = f"{theirs}.exists(s, s.{their_key} == c.{key})"
+    ours = _marks(listed, "e", f"e.{key}", f"c.{key}")
+    first_ours = _Position(prefix, f"{ours}.indexOf(1)", f".{key}")
+    if rule.first_in is not None:
+        holds = fine = f"!{in_theirs}"
+        guarded = " && ".join([*_present(other.field), *_present(rule.field)])
+        theirs_marks = _marks(theirs, "s", f"s.{their_key}", f"c.{key}")
+        their_prefix = str(api.SPEC.child(".".join(other.field)))
+        first = _Position(their_prefix, f"{theirs_marks}.indexOf(1)", f".{their_key}")
+        again = first_ours
+    else:
+        named = " && ".join(_present(other.field))
+        holds = f"({named} ? {in_theirs} : false) || {listed}.exists_one(d, d.{key} == c.{key})"
+        fine = f"({holds})"
+        guarded = " && ".join(_present(rule.field))
+        first, again = first_ours, _Position(prefix, f"{ours}.lastIndexOf(1)", f".{key}")
+    said = declared_twice(rule.words, f"c.{key}", first, again)
+    return CelRule(
+        at="",
+        rule=f"{guarded} ? {listed}.all(c, {holds}) : true",
+        message=rule.words,
+        message_expression=_first_message(listed, "c", fine, said),
+        field_path=f".{items}",
+    )
 
 
 # The static `message` is the fallback should a messageExpression fail. CEL before 1.33 has no
 # index in comprehensions: hence `indexOf`/`lastIndexOf`, and one duplicate named per rule.
-# `reason: FieldValueRequired` prints the verdict's very line, `spec: Required value: <message>`.
-NO_SOURCE = CelRule(
-    at="",
-    rule=(
-        "(has(self.human) && size(self.human.scores) > 0)"
-        " || (has(self.external) && size(self.external) > 0)"
-    ),
-    message=messages.MSG_NO_SOURCE,
-    reason=ErrorType.REQUIRED,
+SPEC_RULES = tuple(
+    _unique(rule) if rule.check is Check.UNIQUE else _any_source(rule)
+    for rule in RULES
+    if rule.cross_field
 )
-
-# The duplicate rules keep the default FieldValueInvalid: FieldValueDuplicate makes kube-apiserver
-# print a bare `Duplicate value`, without the message.
-DUPLICATE_HUMAN = CelRule(
-    at="human.scores",
-    rule="self.all(x, self.exists_one(y, y.name == x.name))",
-    message=messages.MSG_DUP_HUMAN,
-    message_expression=_unique_names("self", "spec.human.scores", messages.MSG_DUP_HUMAN),
-)
-
-# `has(...) ? rule : true`, not `!has(...) || rule`: cel-python evaluates both sides of `||` and,
-# in a comprehension, compounds the errors until it runs out of memory. `fieldPath: .external`
-# reports at the list holding the name (a fieldPath cannot hold an index).
-_IN_HUMAN = "self.human.scores.exists(s, s.name == c.score.name)"
-_HUMAN_MARKS = _marks("self.human.scores", "s", "s.name", "c.score.name")
-_EXTERNAL_MARKS = _marks("self.external", "e", "e.score.name", "c.score.name")
-_FIRST_EXTERNAL = _Position("spec.external", f"{_EXTERNAL_MARKS}.indexOf(1)", ".score.name")
-DUPLICATE_ACROSS = CelRule(
-    at="",
-    rule=f"has(self.human) && has(self.external) ? self.external.all(c, !{_IN_HUMAN}) : true",
-    message=messages.MSG_DUP_ACROSS,
-    message_expression=_first_external(
-        f"!{_IN_HUMAN}",
-        messages.MSG_DUP_ACROSS,
-        _Position("spec.human.scores", f"{_HUMAN_MARKS}.indexOf(1)", ".name"),
-        _FIRST_EXTERNAL,
-    ),
-    field_path=".external",
-)
-
-# A name also declared by a human score is already reported by DUPLICATE_ACROSS
-# (the verdict reports each later occurrence once, with that reason), so this
-# rule only counts names that no human score declares.
-_EXTERNAL_ONLY = (
-    f"(has(self.human) ? {_IN_HUMAN} : false)"
-    " || self.external.exists_one(d, d.score.name == c.score.name)"
-)
-DUPLICATE_EXTERNAL = CelRule(
-    at="",
-    rule=f"has(self.external) ? self.external.all(c, {_EXTERNAL_ONLY}) : true",
-    message=messages.MSG_DUP_EXTERNAL,
-    message_expression=_first_external(
-        f"({_EXTERNAL_ONLY})",
-        messages.MSG_DUP_EXTERNAL,
-        _FIRST_EXTERNAL,
-        _Position("spec.external", f"{_EXTERNAL_MARKS}.lastIndexOf(1)", ".score.name"),
-    ),
-    field_path=".external",
-)
-
-DUPLICATE_CHANNEL = CelRule(
-    at="external",
-    rule="self.all(c, self.exists_one(d, d.name == c.name))",
-    message=messages.MSG_DUP_CHANNEL,
-    message_expression=_unique_names("self", "spec.external", messages.MSG_DUP_CHANNEL),
-)
-
-SPEC_RULES = (NO_SOURCE, DUPLICATE_HUMAN, DUPLICATE_ACROSS, DUPLICATE_EXTERNAL, DUPLICATE_CHANNEL)

@@ -1,4 +1,7 @@
-"""The verdict as ValidatingAdmissionPolicies: the same problems, judged inside kube-apiserver.
+"""The verdict as ValidatingAdmissionPolicies: the same problems, judged inside kube-apiserver,
+rendered from the rule declarations the CRD's CEL is rendered from (webhook/rules/
+declarations.py): each problem's words, limit and field come from its rule; the walk here only
+decides in which order a reader meets them, as the verdict's does.
 
 A cluster whose CRDs belong to a platform (no CEL on its FeedbackStore CRD, an open `spec` on its
 AgentDeployment CRD) gets the webhook's whole verdict without running a webhook: one policy per
@@ -30,7 +33,7 @@ holding PROBLEM_SEPARATOR would count as two.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from webhook import install
@@ -38,21 +41,24 @@ from webhook.admission.denial import INVALID_REASON, PROBLEMS_BUDGET, SEPARATOR
 from webhook.manifests.cel_rules import literal
 from webhook.manifests.crd import PART_OF
 from webhook.rules import api, messages
-from webhook.rules.field_errors import (
-    GO_ESCAPES,
-    SHOWN_VALUE,
-    duplicate,
-    json_type_name,
-    not_supported,
-    required,
-    too_long,
-    too_many,
-    type_invalid,
-    unknown_field,
+from webhook.rules.declarations import (
+    CHANNEL,
+    HUMAN,
+    ITEM,
+    NO_SOURCE,
+    RULES,
+    SCORE,
+    SPEC,
+    Check,
+    Owner,
+    Rule,
+    Steps,
+    declared,
+    declared_at,
 )
+from webhook.rules.field_errors import GO_ESCAPES, SHOWN_VALUE, json_type_name, required
 from webhook.rules.field_path import Path
 from webhook.rules.forms import INLINE, STORE, Form
-from webhook.rules.model import CHANNEL_FIELDS, HUMAN_FIELDS, SCORE_FIELDS, SPEC_FIELDS
 from webhook.text import ELLIPSIS
 
 ACTIONS: Final = install.POLICY_ACTIONS
@@ -143,16 +149,39 @@ def _json_type(value: str) -> str:
     return f"({text})"
 
 
-def _type_invalid(path: str, value: str, expected: str) -> str:
-    return _template(
-        str(type_invalid(Path(_PATH), _JsonType(), expected)),
-        {_PATH: [path], _TYPE: [_json_type(value)]},
-    )
+def _said(rule: Rule, path: str, value: str = "", *, below: Steps = (), first: str = "") -> str:
+    """CEL for `rule`'s problem at `<path>` (CEL) and the literal steps `below` it: `value` is
+    CEL for the bad value (a list's for MAX_ITEMS), `first` for where a name came first."""
+    at = Path(_PATH)
+    for step in below:
+        at = at.child(step)
+    if rule.check is Check.TYPE:
+        text, parts = rule.problem(at, _JsonType()), {_TYPE: [_json_type(value)]}
+    elif rule.check is Check.MAX_ITEMS:
+        text, parts = rule.problem(at, _COUNT), {str(_COUNT): [f"string(size({value}))"]}
+    elif rule.check in (Check.ENUM, Check.DISTINCT):
+        text, parts = rule.problem(at, _VALUE), {f'"{_VALUE}"': [_shown(value)]}
+    elif rule.check is Check.UNIQUE:
+        text = rule.problem(at, _VALUE, _KEY)
+        parts = {f'"{_VALUE}"': [_shown(value)], _KEY: [first]}
+    else:
+        text, parts = rule.problem(at), {}
+    return _template(str(text), {_PATH: [path], **parts})
 
 
 def _absent(owner: str, name: str) -> str:
     """A field left out or null (the webhook reads a null as absent, as Kubernetes does)."""
     return f"(!has({owner}.{name}) || type({owner}.{name}) == null_type)"
+
+
+def _reach(obj: str, steps: Steps) -> str:
+    """CEL: the declaration `obj` holds a list at `steps`, each object on the way a map."""
+    held = [f"type({obj}) == map"]
+    for step in steps:
+        held.append(f"!{_absent(obj, step)}")
+        obj = f"{obj}.{step}"
+        held.append(f"type({obj}) == {'list' if step == steps[-1] else 'map'}")
+    return " && ".join(held)
 
 
 def _indexes(count: int, items: str, var: str = "i") -> str:
@@ -170,20 +199,23 @@ def _list(*lists: str) -> str:
     return " + ".join(f"({item})" for item in lists) if lists else "[]"
 
 
-# ---------------------------------------------------------------- the walk, as CEL
+# ---------------------------------------------------------------- the declarations, as CEL
 
 
-def _unknown(obj: str, known: frozenset[str], path: str) -> tuple[str, str]:
-    """(problems, unjudged count) of `obj`'s keys not in `known`: named in order up to
-    MAX_UNKNOWN_FIELDS_NAMED when at most UNKNOWN_KEYS_RANKED, the rest counted."""
-    keys = "[" + ", ".join(literal(name) for name in sorted(known)) + "]"
+def _unknown(obj: str, owner: Owner, path: str) -> tuple[str, str]:
+    """(problems, unjudged count) of `obj`'s keys not in its owner's known fields: named in
+    order up to MAX_UNKNOWN_FIELDS_NAMED when at most UNKNOWN_KEYS_RANKED, the rest counted."""
+    rule = declared(owner, (), Check.KNOWN_FIELDS)
+    assert isinstance(rule.limit, frozenset)
+    known = sorted(rule.limit)
+    keys = "[" + ", ".join(literal(name) for name in known) + "]"
     unknown = f"{obj}.filter(k, !(k in {keys}))"
-    count = f"(size({obj}) - {' - '.join(f'(has({obj}.{n}) ? 1 : 0)' for n in sorted(known))})"
+    count = f"(size({obj}) - {' - '.join(f'(has({obj}.{n}) ? 1 : 0)' for n in known)})"
     named = api.MAX_UNKNOWN_FIELDS_NAMED
     ranks = f"[{', '.join(map(str, range(named)))}]"
     key = f"{unknown}.filter(k, size({unknown}.filter(j, j < k)) == r)[0]"
     line = _template(
-        str(unknown_field(Path(_PATH).child(_KEY))),
+        str(rule.problem(Path(_PATH).child(_KEY))),
         {_PATH: [path, path], _KEY: ["u", _escaped("u")]},
     )
     problems = (
@@ -196,39 +228,45 @@ def _unknown(obj: str, known: frozenset[str], path: str) -> tuple[str, str]:
     return problems, unjudged
 
 
-def _usable(obj: str) -> str:
+def _limit(owner: Owner, field: Steps, check: Check) -> int:
+    limit = declared(owner, field, check).limit
+    assert isinstance(limit, int)
+    return limit
+
+
+def _usable(obj: str, owner: Owner) -> str:
     """`obj` is an object with a usable name (the walk's `_name` returns it)."""
     name = f"{obj}.name"
+    shortest = _limit(owner, ("name",), Check.REQUIRED)
+    longest = _limit(owner, ("name",), Check.MAX_LENGTH)
     return (
         f"(type({obj}) == map && !{_absent(obj, 'name')} && type({name}) == string"
-        f" && size({name}) >= {api.MIN_NAME_LENGTH} && size({name}) <= {api.MAX_NAME_LENGTH})"
+        f" && size({name}) >= {shortest} && size({name}) <= {longest})"
     )
 
 
-def _name(obj: str, path: str) -> str:
+def _name(obj: str, path: str, owner: Owner) -> str:
     """Problems of `<obj>.name` (an object)."""
     name = f"{obj}.name"
-    at = {_PATH: [path]}
-    wrong = _type_invalid(f"{path} + '.name'", name, "string")
+    wrong = _said(declared(owner, ("name",), Check.TYPE), f"{path} + '.name'", name)
+    too_long = declared(owner, ("name",), Check.MAX_LENGTH)
     return (
         f"{_absent(obj, 'name')} || (type({name}) == string && size({name}) == 0)"
-        f" ? [{_template(str(required(Path(_PATH).child('name'))), at)}]"
+        f" ? [{_said(declared(owner, ('name',), Check.REQUIRED), path, below=('name',))}]"
         f" : type({name}) != string ? [{wrong}]"
-        f" : size({name}) > {api.MAX_NAME_LENGTH}"
-        f" ? [{_template(str(too_long(Path(_PATH).child('name'), api.MAX_NAME_LENGTH)), at)}]"
+        f" : size({name}) > {too_long.limit} ? [{_said(too_long, path, below=('name',))}]"
         " : []"
     )
 
 
-def _supported(value: str, path: str, supported: tuple[str, ...], child: str) -> str:
-    listed = "[" + ", ".join(map(literal, supported)) + "]"
-    text = str(not_supported(Path(_PATH).child(child), _VALUE, supported))
+def _supported(value: str, path: str, owner: Owner, child: str) -> str:
+    rule = declared(owner, (child,), Check.ENUM)
+    assert isinstance(rule.limit, tuple)
+    listed = "[" + ", ".join(map(literal, rule.limit)) + "]"
     at = f"{path} + {literal('.' + child)}"
-    unsupported = _template(text, {_PATH: [path], f'"{_VALUE}"': [_shown(value)]})
-    return (
-        f"type({value}) != string ? [{_type_invalid(at, value, 'string')}]"
-        f" : !({value} in {listed}) ? [{unsupported}] : []"
-    )
+    unsupported = _said(rule, path, value, below=(child,))
+    wrong = _said(declared(owner, (child,), Check.TYPE), at, value)
+    return f"type({value}) != string ? [{wrong}] : !({value} in {listed}) ? [{unsupported}] : []"
 
 
 def _categories(score: str, path: str) -> str:
@@ -237,33 +275,31 @@ def _categories(score: str, path: str) -> str:
     at = f"{path} + '.categories'"
     item = f"{categories}[ci]"
     item_at = f"{at} + '[' + {DECIMAL_INDEXES}[ci] + ']'"
-    repeated = _template(
-        str(duplicate(Path(_PATH), _VALUE)), {_PATH: [item_at], f'"{_VALUE}"': [_shown(item)]}
-    )
+    each = ("categories", ITEM)
+    repeated = _said(declared(SCORE, each, Check.DISTINCT), item_at, item)
+    most = declared(SCORE, ("categories",), Check.MAX_ITEMS)
     listed = (
-        f"{_indexes(api.MAX_CATEGORIES, categories, 'ci')}.map(ci,"
-        f" type({item}) != string ? {_type_invalid(item_at, item, 'string')}"
+        f"{_indexes(_limit(SCORE, ('categories',), Check.MAX_ITEMS), categories, 'ci')}.map(ci,"
+        f" type({item}) != string ? {_said(declared(SCORE, each, Check.TYPE), item_at, item)}"
         f" : {categories}.indexOf({item}) < ci ? {repeated} : '').filter(p, p != '')"
     )
-    too = _template(
-        str(too_many(Path(_PATH).child("categories"), _COUNT, api.MAX_CATEGORIES)),
-        {_PATH: [path], str(_COUNT): [f"string(size({categories}))"]},
-    )
+    wrong = _said(declared(SCORE, ("categories",), Check.TYPE), at, categories)
     return (
         f"({_absent(score, 'categories')} ? []"
-        f" : type({categories}) != list ? [{_type_invalid(at, categories, 'array')}]"
-        f" : (size({categories}) > {api.MAX_CATEGORIES} ? [{too}] : []) + {listed})"
+        f" : type({categories}) != list ? [{wrong}]"
+        f" : (size({categories}) > {most.limit}"
+        f" ? [{_said(most, path, categories, below=('categories',))}] : []) + {listed})"
     )
 
 
 def _score(score: str, path: str, categories: str) -> tuple[str, str]:
     """(problems, unjudged) of the ScoreDecl `score` at `path`, which must be an object;
     `categories`: CEL for the problems of its categories (a chunk's variable)."""
-    unknown, unjudged = _unknown(score, SCORE_FIELDS, path)
+    unknown, unjudged = _unknown(score, SCORE, path)
     data_type = f"{_absent(score, 'dataType')} ? [] : " + _supported(
-        f"{score}.dataType", path, api.DATA_TYPES, "dataType"
+        f"{score}.dataType", path, SCORE, "dataType"
     )
-    return _list(unknown, _name(score, path), data_type, categories), unjudged
+    return _list(unknown, _name(score, path, SCORE), data_type, categories), unjudged
 
 
 def _chunks(count: int) -> range:
@@ -276,16 +312,68 @@ def _chunked(prefix: str, count: int) -> str:
     return f"[{listed}][i / {CATEGORY_CHUNK}][i % {CATEGORY_CHUNK}]"
 
 
-def _duplicate(path: str, name: str, why: str, first: str) -> str:
-    """A name declared again at `<path>.name`, first declared at `first` (CEL text)."""
-    text = str(
-        duplicate(
-            Path(_PATH).child("name"),
-            _VALUE,
-            messages.first_declared_at(why, _KEY),
+def _keys(rule: Rule) -> str:
+    """The variable holding each judged item's key for a UNIQUE rule ('' where unusable):
+    `humanNames` for the names in `human.scores`."""
+    words = [rule.field[0], *rule.key[:-1]]
+    return "variables." + words[0] + "".join(word.capitalize() for word in words[1:]) + "Names"
+
+
+def _unique_keys(rule: Rule, declaration: str) -> str:
+    """CEL for `_keys(rule)`: a UNIQUE rule's key of each judged item, '' where the item has
+    no usable one, or where the rule leaves the name to another (`unless`)."""
+    items = f"{declaration}.{'.'.join(rule.field)}"
+    item = f"{items}[i]"
+    usable, key = _usable_key(item, rule)
+    if rule.unless is not None and rule.unless.first_in is not None:
+        usable = f"{usable} && !({key} in {_keys(rule.unless.first_in)})"
+    longest = declared_at(rule.field, Check.MAX_ITEMS).limit
+    assert isinstance(longest, int)
+    judged = f"{_indexes(longest, items)}.map(i, {usable} ? {key} : '')"
+    return f"{_reach(declaration, rule.field)} ? {judged} : []"
+
+
+def _usable_key(item: str, rule: Rule, *, reached: bool = False) -> tuple[str, str]:
+    """(CEL: `item` holds a usable key of `rule`, CEL for the key); `reached`: the walk is
+    known to have passed the objects on the way to it."""
+    held = []
+    obj = item
+    for step in rule.key[:-1]:
+        if not reached:
+            held.append(f"type({obj}) == map && !{_absent(obj, step)}")
+        obj = f"{obj}.{step}"
+    name = declared_at((*rule.field, ITEM, *rule.key), Check.MAX_LENGTH)
+    assert name.field == ("name",), name
+    return " && ".join([*held, _usable(obj, name.owner)]), f"{obj}.name"
+
+
+def _again(rules: Iterable[Rule], item: str, item_at: str, list_at: Callable[[Rule], str]) -> str:
+    """CEL for the problem of item `i` (`item`, at `item_at`) under the first of the UNIQUE
+    `rules` it breaks: its key declared before, in its list or in the rule's `first_in`."""
+    said = "[]"
+    for rule in reversed(tuple(rules)):
+        if rule.first_in is not None:
+            usable, key = _usable_key(item, rule, reached=True)
+            theirs = _keys(rule.first_in)
+            broken = f"{usable} && {key} in {theirs}"
+            first_list, index = rule.first_in, f"{theirs}.indexOf({key})"
+        else:
+            names = _keys(rule)
+            broken = f"{names}[i] != '' && {names}.indexOf({names}[i]) < i"
+            first_list, index = rule, f"{names}.indexOf({names}[i])"
+        first = (
+            f"{list_at(first_list)} + '[' + {DECIMAL_INDEXES}[{index}]"
+            f" + {literal('].' + '.'.join(first_list.key))}"
         )
-    )
-    return _template(text, {_PATH: [path], f'"{_VALUE}"': [_shown(name)], _KEY: [first]})
+        value = f"{item}.{'.'.join(rule.key)}"
+        problem = _said(rule, item_at, value, below=rule.key, first=first)
+        said = f"{broken} ? [{problem}] : {said}"
+    return said
+
+
+def _unique(field: Steps, head: str) -> list[Rule]:
+    """The UNIQUE rules on the list at `field` whose key starts at `head`, in their order."""
+    return [r for r in RULES if r.check is Check.UNIQUE and r.field == field and r.key[0] == head]
 
 
 class _Walk:
@@ -299,80 +387,72 @@ class _Walk:
     def at(self, *steps: str) -> str:
         return literal(str(form_path(self.form, *steps)))
 
+    def list_at(self, rule: Rule) -> str:
+        return self.at(*rule.field)
+
     def declaration(self) -> str:
         steps = [str(step) for step in self.form.path.steps]
         held = " && ".join(f"has(object.{'.'.join(steps[: n + 1])})" for n in range(len(steps)))
         return f"{held} ? dyn(object.{'.'.join(steps)}) : dyn(null)"
 
+    def keys(self) -> list[dict[str, str]]:
+        """A variable per UNIQUE rule with a list of its own keys (`first_in` reads another's)."""
+        return [
+            {
+                "name": _keys(rule).removeprefix("variables."),
+                "expression": _unique_keys(rule, self.decl),
+            }
+            for rule in RULES
+            if rule.check is Check.UNIQUE and rule.first_in is None
+        ]
+
     def top(self) -> tuple[str, str]:
         d = self.decl
-        unknown, unjudged = _unknown(d, SPEC_FIELDS, self.root)
-        mode = f"{_absent(d, 'mode')} ? [] : " + _supported(
-            f"{d}.mode", self.root, api.MODES, "mode"
-        )
-        no_spec = _template(
-            str(required(Path(_PATH), messages.MSG_NO_SOURCE)), {_PATH: [self.root]}
-        )
+        unknown, unjudged = _unknown(d, SPEC, self.root)
+        mode = f"{_absent(d, 'mode')} ? [] : " + _supported(f"{d}.mode", self.root, SPEC, "mode")
         problems = (
-            f"type({d}) == null_type ? [{no_spec}]"
-            f" : type({d}) != map ? [{_type_invalid(self.root, d, 'object')}]"
+            f"type({d}) == null_type ? [{_said(NO_SOURCE, self.root)}]"
+            f" : type({d}) != map ? [{_said(declared(SPEC, (), Check.TYPE), self.root, d)}]"
             f" : {_list(unknown, mode)}"
         )
         return problems, f"type({d}) == map ? {unjudged} : 0"
-
-    def human_names(self) -> str:
-        """The judged human scores' usable names ('' where none), [] without a list of them."""
-        d = self.decl
-        scores = f"{d}.human.scores"
-        return (
-            f"type({d}) == map && !{_absent(d, 'human')} && type({d}.human) == map"
-            f" && !{_absent(d + '.human', 'scores')} && type({scores}) == list"
-            f" ? {_indexes(api.MAX_HUMAN_SCORES, scores)}.map(i,"
-            f" {_usable(f'{scores}[i]')} ? {scores}[i].name : '') : []"
-        )
 
     def human(self) -> tuple[str, str]:
         d, h = self.decl, f"{self.decl}.human"
         scores = f"{h}.scores"
         path = self.at("human")
-        unknown, unjudged = _unknown(h, HUMAN_FIELDS, path)
+        unknown, unjudged = _unknown(h, HUMAN, path)
         at = self.at("human", "scores")
         score = f"{scores}[i]"
         score_at = f"{at} + '[' + {DECIMAL_INDEXES}[i] + ']'"
+        most = declared(HUMAN, ("scores",), Check.MAX_ITEMS)
+        assert isinstance(most.limit, int)
         score_problems, score_unjudged = _score(
-            score, score_at, _chunked("humanCategories", api.MAX_HUMAN_SCORES)
+            score, score_at, _chunked("humanCategories", most.limit)
         )
-        names = "variables.humanNames"
-        first = f"{at} + '[' + {DECIMAL_INDEXES}[{names}.indexOf({score}.name)] + '].name'"
-        again = (
-            f"{_usable(score)} && {names}.indexOf({score}.name) < i"
-            f" ? [{_duplicate(score_at, f'{score}.name', messages.MSG_DUP_HUMAN, first)}] : []"
-        )
+        again = _again(_unique(("human", "scores"), "name"), score, score_at, self.list_at)
+        wrong = _said(declared(SCORE, (), Check.TYPE), score_at, score)
         items = _flat(
-            f"{_indexes(api.MAX_HUMAN_SCORES, scores)}.map(i, type({score}) != map"
-            f" ? [{_type_invalid(score_at, score, 'object')}] : {_list(score_problems, again)})"
+            f"{_indexes(most.limit, scores)}.map(i, type({score}) != map"
+            f" ? [{wrong}] : {_list(score_problems, again)})"
         )
-        at_lit = {_PATH: [at]}
-        too = _template(
-            str(too_many(Path(_PATH), _COUNT, api.MAX_HUMAN_SCORES)),
-            {_PATH: [at], str(_COUNT): [f"string(size({scores}))"]},
-        )
-        missing = _template(str(required(Path(_PATH), messages.MSG_HUMAN_SCORES_REQUIRED)), at_lit)
-        empty = _template(str(required(Path(_PATH), messages.MSG_HUMAN_SCORES_EMPTY)), at_lit)
+        missing = _said(declared(HUMAN, ("scores",), Check.REQUIRED), at)
+        empty = _said(declared(HUMAN, ("scores",), Check.MIN_ITEMS), at)
+        no_list = _said(declared(HUMAN, ("scores",), Check.TYPE), at, scores)
         listed = (
             f"{_absent(h, 'scores')} ? [{missing}]"
-            f" : type({scores}) != list ? [{_type_invalid(at, scores, 'array')}]"
+            f" : type({scores}) != list ? [{no_list}]"
             f" : size({scores}) == 0 ? [{empty}]"
-            f" : (size({scores}) > {api.MAX_HUMAN_SCORES} ? [{too}] : []) + {items}"
+            f" : (size({scores}) > {most.limit} ? [{_said(most, at, scores)}] : []) + {items}"
         )
         problems = (
             f"type({d}) != map || {_absent(d, 'human')} ? []"
-            f" : type({h}) != map ? [{_type_invalid(path, h, 'object')}]"
+            f" : type({h}) != map ? [{_said(declared(HUMAN, (), Check.TYPE), path, h)}]"
             f" : {_list(unknown, listed)}"
         )
         judged = (
             f"{_absent(h, 'scores')} || type({scores}) != list ? 0"
-            f" : {_indexes(api.MAX_HUMAN_SCORES, scores)}.map(i,"
+            f" : {_indexes(most.limit, scores)}.map(i,"
             f" type({score}) == map ? {score_unjudged} : 0).sum()"
         )
         count = (
@@ -410,110 +490,67 @@ class _Walk:
             f" ? {_categories(score, at)} : []) : []"
         )
 
-    def channel_names(self) -> str:
-        d = self.decl
-        channels = f"{d}.external"
-        return (
-            f"type({d}) == map && !{_absent(d, 'external')} && type({channels}) == list"
-            f" ? {_indexes(api.MAX_EXTERNAL_CHANNELS, channels)}.map(i,"
-            f" {_usable(f'{channels}[i]')} ? {channels}[i].name : '') : []"
-        )
-
-    def external_score_names(self) -> str:
-        """Each judged channel's score name when usable and no human score's ('' else)."""
-        d = self.decl
-        channels = f"{d}.external"
-        channel = f"{channels}[i]"
-        score = f"{channel}.score"
-        return (
-            f"type({d}) == map && !{_absent(d, 'external')} && type({channels}) == list"
-            f" ? {_indexes(api.MAX_EXTERNAL_CHANNELS, channels)}.map(i,"
-            f" type({channel}) == map && !{_absent(channel, 'score')} && {_usable(score)}"
-            f" && !({score}.name in variables.humanNames) ? {score}.name : '') : []"
-        )
-
     def external(self) -> tuple[str, str]:
         d = self.decl
         channels = f"{d}.external"
         at = self.at("external")
         channel = f"{channels}[i]"
         channel_at = f"{at} + '[' + {DECIMAL_INDEXES}[i] + ']'"
-        unknown, unjudged = _unknown(channel, CHANNEL_FIELDS, channel_at)
-        names, scores = "variables.channelNames", "variables.externalScoreNames"
-        first_channel = f"{at} + '[' + {DECIMAL_INDEXES}[{names}.indexOf({names}[i])] + '].name'"
-        channel_again = _duplicate(
-            channel_at, f"{channel}.name", messages.MSG_DUP_CHANNEL, first_channel
-        )
-        again = f"{names}[i] != '' && {names}.indexOf({names}[i]) < i ? [{channel_again}] : []"
+        unknown, unjudged = _unknown(channel, CHANNEL, channel_at)
+        most = declared(SPEC, ("external",), Check.MAX_ITEMS)
+        assert isinstance(most.limit, int)
+        again = _again(_unique(("external",), "name"), channel, channel_at, self.list_at)
         score = f"{channel}.score"
         score_at = f"{channel_at} + '.score'"
         score_problems, score_unjudged = _score(
-            score, score_at, _chunked("externalCategories", api.MAX_EXTERNAL_CHANNELS)
+            score, score_at, _chunked("externalCategories", most.limit)
         )
-        human_at = self.at("human", "scores")
-        across = _duplicate(
-            score_at,
-            f"{score}.name",
-            messages.MSG_DUP_ACROSS,
-            f"{human_at} + '[' + {DECIMAL_INDEXES}[variables.humanNames.indexOf({score}.name)]"
-            " + '].name'",
-        )
-        external_first = _duplicate(
-            score_at,
-            f"{score}.name",
-            messages.MSG_DUP_EXTERNAL,
-            f"{at} + '[' + {DECIMAL_INDEXES}[{scores}.indexOf({scores}[i])] + '].score.name'",
-        )
-        score_dup = (
-            f"{_usable(score)} && {score}.name in variables.humanNames ? [{across}]"
-            f" : {scores}[i] != '' && {scores}.indexOf({scores}[i]) < i ? [{external_first}]"
-            " : []"
-        )
-        score_required = _template(
-            str(required(Path(_PATH).child("score"), messages.MSG_CHANNEL_SCORE_REQUIRED)),
-            {_PATH: [channel_at]},
+        score_dup = _again(_unique(("external",), "score"), channel, channel_at, self.list_at)
+        score_required = _said(
+            declared(CHANNEL, ("score",), Check.REQUIRED), channel_at, below=("score",)
         )
         scored = (
             f"{_absent(channel, 'score')} ? [{score_required}]"
-            f" : type({score}) != map ? [{_type_invalid(score_at, score, 'object')}]"
+            f" : type({score}) != map ? [{_said(declared(SCORE, (), Check.TYPE), score_at, score)}]"
             f" : {_list(score_problems, score_dup)}"
         )
+        wrong = _said(declared(CHANNEL, (), Check.TYPE), channel_at, channel)
         items = _flat(
-            f"{_indexes(api.MAX_EXTERNAL_CHANNELS, channels)}.map(i, type({channel}) != map"
-            f" ? [{_type_invalid(channel_at, channel, 'object')}]"
-            f" : {_list(unknown, _name(channel, channel_at), again, scored)})"
+            f"{_indexes(most.limit, channels)}.map(i, type({channel}) != map"
+            f" ? [{wrong}]"
+            f" : {_list(unknown, _name(channel, channel_at, CHANNEL), again, scored)})"
         )
-        too = _template(
-            str(too_many(Path(_PATH), _COUNT, api.MAX_EXTERNAL_CHANNELS)),
-            {_PATH: [at], str(_COUNT): [f"string(size({channels}))"]},
-        )
+        no_list = _said(declared(SPEC, ("external",), Check.TYPE), at, channels)
         problems = (
             f"type({d}) != map || {_absent(d, 'external')} ? []"
-            f" : type({channels}) != list ? [{_type_invalid(at, channels, 'array')}]"
-            f" : (size({channels}) > {api.MAX_EXTERNAL_CHANNELS} ? [{too}] : []) + {items}"
+            f" : type({channels}) != list ? [{no_list}]"
+            f" : (size({channels}) > {most.limit} ? [{_said(most, at, channels)}] : []) + {items}"
         )
         scored_unjudged = (
             f"!{_absent(channel, 'score')} && type({score}) == map ? {score_unjudged} : 0"
         )
         count = (
             f"type({d}) != map || {_absent(d, 'external')} || type({channels}) != list ? 0"
-            f" : {_indexes(api.MAX_EXTERNAL_CHANNELS, channels)}.map(i,"
+            f" : {_indexes(most.limit, channels)}.map(i,"
             f" type({channel}) == map ? {unjudged} + ({scored_unjudged}) : 0).sum()"
         )
         return problems, count
 
     def no_source(self) -> str:
+        """NO_SOURCE: each of its sources absent, null or an empty list (a source of the wrong
+        type is a problem of its own, not a missing one)."""
         d = self.decl
-        h = f"{d}.human"
-        no_human = (
-            f"({_absent(d, 'human')} || (type({h}) == map && ({_absent(h, 'scores')}"
-            f" || (type({h}.scores) == list && size({h}.scores) == 0))))"
-        )
-        no_external = (
-            f"({_absent(d, 'external')} || (type({d}.external) == list && size({d}.external) == 0))"
-        )
-        line = _template(str(required(Path(_PATH), messages.MSG_NO_SOURCE)), {_PATH: [self.root]})
-        return f"type({d}) == map && {no_human} && {no_external} ? [{line}] : []"
+        empty = [_empty(d, steps) for steps in NO_SOURCE.sources]
+        return f"type({d}) == map && {' && '.join(empty)} ? [{_said(NO_SOURCE, self.root)}] : []"
+
+
+def _empty(obj: str, steps: Steps) -> str:
+    """CEL: `<obj>.<steps>` is absent or null, or a list without items (maps on the way)."""
+    step, rest = steps[0], steps[1:]
+    held = f"{obj}.{step}"
+    if rest:
+        return f"({_absent(obj, step)} || (type({held}) == map && {_empty(held, rest)}))"
+    return f"({_absent(obj, step)} || (type({held}) == list && size({held}) == 0))"
 
 
 def form_path(form: Form, *steps: str) -> Path:
@@ -548,9 +585,7 @@ def variables(form: Form) -> list[dict[str, str]]:
     )
     return [
         {"name": "declaration", "expression": walk.declaration()},
-        {"name": "humanNames", "expression": walk.human_names()},
-        {"name": "channelNames", "expression": walk.channel_names()},
-        {"name": "externalScoreNames", "expression": walk.external_score_names()},
+        *walk.keys(),
         *(
             {"name": f"humanCategories{k}", "expression": walk.human_categories(first)}
             for k, first in enumerate(_chunks(api.MAX_HUMAN_SCORES))

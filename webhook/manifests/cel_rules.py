@@ -12,7 +12,7 @@ from typing import get_args
 from pydantic import BaseModel
 
 from webhook.rules import api
-from webhook.rules.declarations import RULES, Check, Rule, Steps
+from webhook.rules.declarations import RULES, Check, Rule, Steps, declared_at
 from webhook.rules.field_errors import GO_ESCAPES, ErrorType
 from webhook.rules.model import FeedbackStoreSpec
 
@@ -71,7 +71,9 @@ class _Position:
 
 
 # "0" .. "63": the decimal text of every index a message names, one literal list.
-_LONGEST_LIST = max(api.MAX_HUMAN_SCORES, api.MAX_EXTERNAL_CHANNELS)
+_LONGEST_LIST = max(
+    declared_at(rule.field, Check.MAX_ITEMS).bound for rule in RULES if rule.check is Check.UNIQUE
+)
 _INDEXES = "[" + ", ".join(f"'{index}'" for index in range(_LONGEST_LIST)) + "]"
 
 

@@ -85,7 +85,7 @@ _MOST_LINES = PROBLEMS_BUDGET // (_SHORTEST_LINE + len(SEPARATOR)) + 1
 ENTRIES: Final[Mapping[str, Form]] = {install.JUDGE_ENTRY: STORE, install.AGENT_ENTRY: INLINE}
 # The decimal text of every index a problem names, one literal list: `string(i)` for each would
 # cost a conversion per item.
-_LONGEST_LIST = max(api.MAX_HUMAN_SCORES, api.MAX_EXTERNAL_CHANNELS, api.MAX_CATEGORIES)
+_LONGEST_LIST = max(r.bound for r in RULES if r.check is Check.MAX_ITEMS)
 DECIMAL_INDEXES: Final = "[" + ", ".join(f"'{index}'" for index in range(_LONGEST_LIST)) + "]"
 
 # ---------------------------------------------------------------- problems as CEL text
@@ -177,10 +177,10 @@ def _absent(owner: str, name: str) -> str:
 def _reach(obj: str, steps: Steps) -> str:
     """CEL: the declaration `obj` holds a list at `steps`, each object on the way a map."""
     held = [f"type({obj}) == map"]
-    for step in steps:
+    for depth, step in enumerate(steps, 1):
         held.append(f"!{_absent(obj, step)}")
         obj = f"{obj}.{step}"
-        held.append(f"type({obj}) == {'list' if step == steps[-1] else 'map'}")
+        held.append(f"type({obj}) == {'list' if depth == len(steps) else 'map'}")
     return " && ".join(held)
 
 
@@ -228,17 +228,11 @@ def _unknown(obj: str, owner: Owner, path: str) -> tuple[str, str]:
     return problems, unjudged
 
 
-def _limit(owner: Owner, field: Steps, check: Check) -> int:
-    limit = declared(owner, field, check).limit
-    assert isinstance(limit, int)
-    return limit
-
-
 def _usable(obj: str, owner: Owner) -> str:
     """`obj` is an object with a usable name (the walk's `_name` returns it)."""
     name = f"{obj}.name"
-    shortest = _limit(owner, ("name",), Check.REQUIRED)
-    longest = _limit(owner, ("name",), Check.MAX_LENGTH)
+    shortest = declared(owner, ("name",), Check.REQUIRED).bound
+    longest = declared(owner, ("name",), Check.MAX_LENGTH).bound
     return (
         f"(type({obj}) == map && !{_absent(obj, 'name')} && type({name}) == string"
         f" && size({name}) >= {shortest} && size({name}) <= {longest})"
@@ -254,7 +248,7 @@ def _name(obj: str, path: str, owner: Owner) -> str:
         f"{_absent(obj, 'name')} || (type({name}) == string && size({name}) == 0)"
         f" ? [{_said(declared(owner, ('name',), Check.REQUIRED), path, below=('name',))}]"
         f" : type({name}) != string ? [{wrong}]"
-        f" : size({name}) > {too_long.limit} ? [{_said(too_long, path, below=('name',))}]"
+        f" : size({name}) > {too_long.bound} ? [{_said(too_long, path, below=('name',))}]"
         " : []"
     )
 
@@ -279,7 +273,7 @@ def _categories(score: str, path: str) -> str:
     repeated = _said(declared(SCORE, each, Check.DISTINCT), item_at, item)
     most = declared(SCORE, ("categories",), Check.MAX_ITEMS)
     listed = (
-        f"{_indexes(_limit(SCORE, ('categories',), Check.MAX_ITEMS), categories, 'ci')}.map(ci,"
+        f"{_indexes(most.bound, categories, 'ci')}.map(ci,"
         f" type({item}) != string ? {_said(declared(SCORE, each, Check.TYPE), item_at, item)}"
         f" : {categories}.indexOf({item}) < ci ? {repeated} : '').filter(p, p != '')"
     )
@@ -287,7 +281,7 @@ def _categories(score: str, path: str) -> str:
     return (
         f"({_absent(score, 'categories')} ? []"
         f" : type({categories}) != list ? [{wrong}]"
-        f" : (size({categories}) > {most.limit}"
+        f" : (size({categories}) > {most.bound}"
         f" ? [{_said(most, path, categories, below=('categories',))}] : []) + {listed})"
     )
 
@@ -327,8 +321,7 @@ def _unique_keys(rule: Rule, declaration: str) -> str:
     usable, key = _usable_key(item, rule)
     if rule.unless is not None and rule.unless.first_in is not None:
         usable = f"{usable} && !({key} in {_keys(rule.unless.first_in)})"
-    longest = declared_at(rule.field, Check.MAX_ITEMS).limit
-    assert isinstance(longest, int)
+    longest = declared_at(rule.field, Check.MAX_ITEMS).bound
     judged = f"{_indexes(longest, items)}.map(i, {usable} ? {key} : '')"
     return f"{_reach(declaration, rule.field)} ? {judged} : []"
 
@@ -426,14 +419,13 @@ class _Walk:
         score = f"{scores}[i]"
         score_at = f"{at} + '[' + {DECIMAL_INDEXES}[i] + ']'"
         most = declared(HUMAN, ("scores",), Check.MAX_ITEMS)
-        assert isinstance(most.limit, int)
         score_problems, score_unjudged = _score(
-            score, score_at, _chunked("humanCategories", most.limit)
+            score, score_at, _chunked("humanCategories", most.bound)
         )
         again = _again(_unique(("human", "scores"), "name"), score, score_at, self.list_at)
         wrong = _said(declared(SCORE, (), Check.TYPE), score_at, score)
         items = _flat(
-            f"{_indexes(most.limit, scores)}.map(i, type({score}) != map"
+            f"{_indexes(most.bound, scores)}.map(i, type({score}) != map"
             f" ? [{wrong}] : {_list(score_problems, again)})"
         )
         missing = _said(declared(HUMAN, ("scores",), Check.REQUIRED), at)
@@ -443,7 +435,7 @@ class _Walk:
             f"{_absent(h, 'scores')} ? [{missing}]"
             f" : type({scores}) != list ? [{no_list}]"
             f" : size({scores}) == 0 ? [{empty}]"
-            f" : (size({scores}) > {most.limit} ? [{_said(most, at, scores)}] : []) + {items}"
+            f" : (size({scores}) > {most.bound} ? [{_said(most, at, scores)}] : []) + {items}"
         )
         problems = (
             f"type({d}) != map || {_absent(d, 'human')} ? []"
@@ -452,7 +444,7 @@ class _Walk:
         )
         judged = (
             f"{_absent(h, 'scores')} || type({scores}) != list ? 0"
-            f" : {_indexes(most.limit, scores)}.map(i,"
+            f" : {_indexes(most.bound, scores)}.map(i,"
             f" type({score}) == map ? {score_unjudged} : 0).sum()"
         )
         count = (
@@ -469,8 +461,7 @@ class _Walk:
         at = f"{self.at('human', 'scores')} + '[' + {DECIMAL_INDEXES}[i] + ']'"
         indexes = ", ".join(map(str, range(first, first + CATEGORY_CHUNK)))
         return (
-            f"type({d}) == map && !{_absent(d, 'human')} && type({d}.human) == map"
-            f" && !{_absent(d + '.human', 'scores')} && type({scores}) == list"
+            f"{_reach(d, ('human', 'scores'))}"
             f" ? [{indexes}].filter(i, i < size({scores})).map(i,"
             f" type({score}) == map ? {_categories(score, at)} : []) : []"
         )
@@ -484,7 +475,7 @@ class _Walk:
         at = f"{self.at('external')} + '[' + {DECIMAL_INDEXES}[i] + '].score'"
         indexes = ", ".join(map(str, range(first, first + CATEGORY_CHUNK)))
         return (
-            f"type({d}) == map && !{_absent(d, 'external')} && type({channels}) == list"
+            f"{_reach(d, ('external',))}"
             f" ? [{indexes}].filter(i, i < size({channels})).map(i, type({channel}) == map"
             f" && !{_absent(channel, 'score')} && type({score}) == map"
             f" ? {_categories(score, at)} : []) : []"
@@ -498,12 +489,11 @@ class _Walk:
         channel_at = f"{at} + '[' + {DECIMAL_INDEXES}[i] + ']'"
         unknown, unjudged = _unknown(channel, CHANNEL, channel_at)
         most = declared(SPEC, ("external",), Check.MAX_ITEMS)
-        assert isinstance(most.limit, int)
         again = _again(_unique(("external",), "name"), channel, channel_at, self.list_at)
         score = f"{channel}.score"
         score_at = f"{channel_at} + '.score'"
         score_problems, score_unjudged = _score(
-            score, score_at, _chunked("externalCategories", most.limit)
+            score, score_at, _chunked("externalCategories", most.bound)
         )
         score_dup = _again(_unique(("external",), "score"), channel, channel_at, self.list_at)
         score_required = _said(
@@ -516,7 +506,7 @@ class _Walk:
         )
         wrong = _said(declared(CHANNEL, (), Check.TYPE), channel_at, channel)
         items = _flat(
-            f"{_indexes(most.limit, channels)}.map(i, type({channel}) != map"
+            f"{_indexes(most.bound, channels)}.map(i, type({channel}) != map"
             f" ? [{wrong}]"
             f" : {_list(unknown, _name(channel, channel_at, CHANNEL), again, scored)})"
         )
@@ -524,14 +514,14 @@ class _Walk:
         problems = (
             f"type({d}) != map || {_absent(d, 'external')} ? []"
             f" : type({channels}) != list ? [{no_list}]"
-            f" : (size({channels}) > {most.limit} ? [{_said(most, at, channels)}] : []) + {items}"
+            f" : (size({channels}) > {most.bound} ? [{_said(most, at, channels)}] : []) + {items}"
         )
         scored_unjudged = (
             f"!{_absent(channel, 'score')} && type({score}) == map ? {score_unjudged} : 0"
         )
         count = (
             f"type({d}) != map || {_absent(d, 'external')} || type({channels}) != list ? 0"
-            f" : {_indexes(most.limit, channels)}.map(i,"
+            f" : {_indexes(most.bound, channels)}.map(i,"
             f" type({channel}) == map ? {unjudged} + ({scored_unjudged}) : 0).sum()"
         )
         return problems, count
@@ -588,11 +578,11 @@ def variables(form: Form) -> list[dict[str, str]]:
         *walk.keys(),
         *(
             {"name": f"humanCategories{k}", "expression": walk.human_categories(first)}
-            for k, first in enumerate(_chunks(api.MAX_HUMAN_SCORES))
+            for k, first in enumerate(_chunks(declared(HUMAN, ("scores",), Check.MAX_ITEMS).bound))
         ),
         *(
             {"name": f"externalCategories{k}", "expression": walk.external_categories(first)}
-            for k, first in enumerate(_chunks(api.MAX_EXTERNAL_CHANNELS))
+            for k, first in enumerate(_chunks(declared(SPEC, ("external",), Check.MAX_ITEMS).bound))
         ),
         {
             "name": "problems",

@@ -106,6 +106,13 @@ class Rule:
         return self.check in (Check.UNIQUE, Check.ANY_SOURCE)
 
     @property
+    def bound(self) -> int:
+        """The limit of a rule that counts (items, characters)."""
+        if not isinstance(self.limit, int):
+            raise TypeError(f"{self!r} counts nothing")
+        return self.limit
+
+    @property
     def error(self) -> ErrorType:
         """The error type of the problems this rule finds."""
         return _ERRORS[self.check]

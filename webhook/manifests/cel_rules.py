@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from webhook.rules import api
 from webhook.rules.declarations import RULES, Check, Rule, Steps, declared_at
 from webhook.rules.field_errors import GO_ESCAPES, ErrorType
+from webhook.rules.field_path import Path
 from webhook.rules.model import FeedbackStoreSpec
 
 MIN_KUBERNETES = (1, 28)  # the oldest minor with every rule field and CEL function used here
@@ -145,6 +146,14 @@ def _present(steps: Steps) -> list[str]:
     return guards
 
 
+def _when(guards: list[str], then: str, otherwise: str, *, parenthesised: bool = True) -> str:
+    """CEL for `then` where every guard holds, else `otherwise`."""
+    if not guards:
+        return then
+    chosen = f"{' && '.join(guards)} ? {then} : {otherwise}"
+    return f"({chosen})" if parenthesised else chosen
+
+
 def _any_source(rule: Rule) -> CelRule:
     """ANY_SOURCE on spec; `reason: FieldValueRequired` prints the verdict's very line,
     `spec: Required value: <message>`."""
@@ -161,7 +170,7 @@ def _unique(rule: Rule) -> CelRule:
     the default FieldValueInvalid: FieldValueDuplicate makes kube-apiserver print a bare
     `Duplicate value`, without the message."""
     items, key = ".".join(rule.field), ".".join(rule.key)
-    prefix = str(api.SPEC.child(items))
+    prefix = str(Path(api.SPEC_PATH, *rule.field))
     other = rule.first_in or (rule.unless.first_in if rule.unless is not None else None)
     if other is None:
         return CelRule(
@@ -179,21 +188,21 @@ def _unique(rule: Rule) -> CelRule:
     first_ours = _Position(prefix, f"{ours}.indexOf(1)", f".{key}")
     if rule.first_in is not None:
         holds = fine = f"!{in_theirs}"
-        guarded = " && ".join([*_present(other.field), *_present(rule.field)])
+        guards = [*_present(other.field), *_present(rule.field)]
         theirs_marks = _marks(theirs, "s", f"s.{their_key}", f"c.{key}")
-        their_prefix = str(api.SPEC.child(".".join(other.field)))
+        their_prefix = str(Path(api.SPEC_PATH, *other.field))
         first = _Position(their_prefix, f"{theirs_marks}.indexOf(1)", f".{their_key}")
         again = first_ours
     else:
-        named = " && ".join(_present(other.field))
-        holds = f"({named} ? {in_theirs} : false) || {listed}.exists_one(d, d.{key} == c.{key})"
+        in_theirs = _when(_present(other.field), in_theirs, "false")
+        holds = f"{in_theirs} || {listed}.exists_one(d, d.{key} == c.{key})"
         fine = f"({holds})"
-        guarded = " && ".join(_present(rule.field))
+        guards = _present(rule.field)
         first, again = first_ours, _Position(prefix, f"{ours}.lastIndexOf(1)", f".{key}")
     said = declared_twice(rule.words, f"c.{key}", first, again)
     return CelRule(
         at="",
-        rule=f"{guarded} ? {listed}.all(c, {holds}) : true",
+        rule=_when(guards, f"{listed}.all(c, {holds})", "true", parenthesised=False),
         message=rule.words,
         message_expression=_first_message(listed, "c", fine, said),
         field_path=f".{items}",

@@ -8,6 +8,7 @@ unit tests; the real server decides (tests/kube/test_policy_real.py).
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -55,23 +56,38 @@ class Evaluated:
     failures: tuple[str, ...]
 
 
+# Each variable is compiled once per expression text, and an object's variables are evaluated
+# once per policy's variables: a policy under Deny and under Warn differs only in its
+# validations, and cel-python takes seconds to parse a policy (about 100 KB of CEL) and to
+# walk a long list through it.
+_COMPILED: dict[str, Any] = {}
+_EVALUATED: dict[tuple[tuple[tuple[str, str], ...], str], dict[str, Any]] = {}
+
+
+def _environment() -> Any:
+    limit = sys.getrecursionlimit()
+    try:
+        return celpy.Environment()
+    finally:
+        sys.setrecursionlimit(max(limit, 10_000))
+
+
+def _program(source: str, env: Any) -> Any:
+    if source not in _COMPILED:
+        _COMPILED[source] = env.program(env.compile(source), functions=FUNCTIONS)
+    return _COMPILED[source]
+
+
 class PolicyProgram:
     def __init__(self, policy: dict[str, Any]) -> None:
-        limit = sys.getrecursionlimit()
-        try:
-            env = celpy.Environment()
-        finally:
-            sys.setrecursionlimit(max(limit, 10_000))
         spec = policy["spec"]
-
-        def program(source: str) -> Any:
-            return env.program(env.compile(source), functions=FUNCTIONS)
-
-        self.variables = [(v["name"], program(v["expression"])) for v in spec["variables"]]
+        env = _environment()
+        self.sources = tuple((v["name"], v["expression"]) for v in spec["variables"])
+        self.variables = [(name, _program(source, env)) for name, source in self.sources]
         self.validations = [
             (
-                program(v["expression"]),
-                program(v["messageExpression"]) if v.get("messageExpression") else None,
+                _program(v["expression"], env),
+                _program(v["messageExpression"], env) if v.get("messageExpression") else None,
                 v.get("message", ""),
             )
             for v in spec["validations"]
@@ -83,15 +99,10 @@ class PolicyProgram:
             "oldObject": celpy.json_to_cel(old),
             "request": celpy.json_to_cel({"operation": operation}),
         }
-        values: dict[str, Any] = {}
-        for name, compiled in self.variables:
-            activation["variables"] = celtypes.MapType(
-                {celtypes.StringType(k): v for k, v in values.items()}
-            )
-            result = compiled.evaluate(activation)
-            if isinstance(result, celpy.CELEvalError):
-                raise AssertionError(f"variable {name}: {result}")
-            values[name] = result
+        key = (self.sources, json.dumps([obj, old, operation]))
+        if key not in _EVALUATED:
+            _EVALUATED[key] = self._variables(activation)
+        values = _EVALUATED[key]
         activation["variables"] = celtypes.MapType(
             {celtypes.StringType(k): v for k, v in values.items()}
         )
@@ -112,3 +123,16 @@ class PolicyProgram:
                     text = ""
             failures.append(text or message.strip())
         return Evaluated(values, tuple(failures))
+
+    def _variables(self, activation: dict[str, Any]) -> dict[str, Any]:
+        """Each variable in order, bound to `variables.<name>` for those after it."""
+        values: dict[str, Any] = {}
+        for name, compiled in self.variables:
+            activation["variables"] = celtypes.MapType(
+                {celtypes.StringType(k): v for k, v in values.items()}
+            )
+            result = compiled.evaluate(activation)
+            if isinstance(result, celpy.CELEvalError):
+                raise AssertionError(f"variable {name}: {result}")
+            values[name] = result
+        return values

@@ -237,8 +237,9 @@ PLATFORM = (
     ids=[name for name, _, _ in CROSS_FIELD_CASES],
 )
 def test_the_policy_breaks_the_crds_cel_rules_where_the_crd_does(name: str, spec: Any) -> None:
-    """Each cross-field rule the CRD's CEL finds broken, the policy reports (and no other):
-    the two renderings of the invariants cannot drift apart unnoticed."""
+    """Each cross-field rule the CRD's CEL finds broken, the policy reports (and no other): both
+    are rendered from the same declarations (tests/webhook/rules/test_declarations.py), and
+    here the two renderings are seen to agree on the CRD's corpus."""
     crd = CRD_SERVER.admit({"apiVersion": api.API_VERSION, "kind": api.KIND, "spec": spec})
     assert crd.cel_ran
     problems = program(STORE).evaluate(holding(STORE, spec)).variables["problems"]

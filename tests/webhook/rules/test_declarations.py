@@ -26,7 +26,7 @@ from tests.webhook.rules.test_verdict import LONG_LISTS
 from webhook.manifests import policy
 from webhook.manifests.cel_rules import SPEC_RULES
 from webhook.manifests.crd import spec_schema
-from webhook.rules import declarations
+from webhook.rules import declarations, messages
 from webhook.rules.declarations import ITEM, NOT_CEL, RULES, Check, Rule, Steps
 from webhook.rules.field_errors import Problem
 from webhook.rules.field_path import Path
@@ -197,3 +197,15 @@ def test_the_policy_names_a_rules_limit_from_its_declaration(
 
 def test_what_no_rendering_says_has_its_reason() -> None:
     assert all(reason for reason in NOT_CEL.values())
+
+
+def test_the_verdicts_warnings_are_in_no_policy() -> None:
+    """Listed in NOT_CEL: the corpus draws warnings from the verdict, and no policy says one."""
+    assert "warnings on an allowed object (Monitor mode, categories, untrimmed names)" in NOT_CEL
+    warnings = {
+        warning.message for _, spec in CORPUS for warning in STORE.verdict({"spec": spec}).warnings
+    }
+    rendered = json.dumps(policy.manifests(REGISTRATION_DOC), ensure_ascii=False)
+    assert messages.WARN_MONITOR in warnings
+    assert warnings
+    assert not [message for message in warnings if message in rendered]

@@ -272,7 +272,7 @@ def test_a_store_in_use_names_its_agents(
     user.run("kubectl apply -f -", store("support-feedback", valid_spec()))
     writer = WriterProcess(control_plane, tmp_path, "changes", user.namespace)
     try:
-        writer.wait_log("in-use protection on: watching AgentDeployments")
+        writer.started().wait_log("in-use protection on: watching AgentDeployments")
         agents = Agents(control_plane, user.namespace)
         agents.create("support-agent", "support-feedback")
         agents.create("billing-agent", "support-feedback")
@@ -282,7 +282,6 @@ def test_a_store_in_use_names_its_agents(
                 (c := stores.condition("support-feedback", "InUse"))
                 and "billing-agent" in c["message"]
             ),
-            timeout=20,
             what="InUse names both agents",
         )
     finally:

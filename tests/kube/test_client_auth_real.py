@@ -269,6 +269,6 @@ def test_a_rotated_client_ca_is_read_without_a_restart(guarded: Guarded) -> None
         found = [e for e in server.process.logs if e.get("msg") == "certificate reloaded"]
         return found if len(found) >= 2 else []
 
-    reloads = eventually(reloaded, timeout=10, what="both reloads logged")
+    reloads = eventually(reloaded, what="both reloads logged")
     assert len(reloads) == 2
     assert all(e["client_ca_file"] == str(guarded.client_ca_file) for e in reloads)

@@ -84,7 +84,7 @@ def start_writer(
     extra = ("--lease-namespace", lease_namespace) if lease_namespace else ()
     writer = WriterProcess(plane, tmp_path, "inuse", namespace, *extra, resync_seconds=30)
     started.append(writer)
-    writer.wait_log("in-use protection on: watching AgentDeployments")
+    writer.started().wait_log("in-use protection on: watching AgentDeployments")
     return writer
 
 
@@ -123,7 +123,6 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
 
     used = eventually(
         lambda: (c := in_use(stores, "support-feedback")) and "triage-agent" in c["message"] and c,
-        timeout=10,
         what="InUse names both agents",
     )
     assert (used["status"], used["reason"], used["message"]) == (
@@ -133,7 +132,6 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
     )
     eventually(
         lambda: FINALIZER in finalizers(stores, "support-feedback"),
-        timeout=10,
         what="our finalizer added",
     )
     # The writer's apply on the main resource owns our finalizer entry and nothing else.
@@ -177,7 +175,6 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
     print(deleted.stderr, deleted.stdout)
     eventually(
         lambda: (in_use(stores, "support-feedback") or {}).get("reason") == "DeletionDeferred",
-        timeout=10,
         what="InUse DeletionDeferred",
     )
     assert stores.get("support-feedback")["metadata"]["deletionTimestamp"]
@@ -192,7 +189,6 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
             r == "DeletionDeferred"
             for _, r, _ in events(control_plane, namespace, "support-feedback")
         ),
-        timeout=10,
         what="Event DeletionDeferred",
     )
 
@@ -202,12 +198,11 @@ def test_a_store_in_use_stays_terminating_with_a_warning_until_its_agents_let_go
             "1 AgentDeployment: triage-agent"
             in (in_use(stores, "support-feedback") or {}).get("message", "")
         ),
-        timeout=10,
         what="InUse names the last agent",
     )
     assert not gone(stores, "support-feedback")
     agents.delete("triage-agent")
-    eventually(lambda: gone(stores, "support-feedback"), timeout=5, what="store gone")
+    eventually(lambda: gone(stores, "support-feedback"), what="store gone")
     assert (
         "Normal",
         "DeletionReleased",
@@ -265,7 +260,7 @@ def test_a_store_never_referenced_is_deleted_at_once(
     stores.create("spare", VALID)
     agents.create("other-agent", "another-store")  # references something else
     start_writer(control_plane, tmp_path, namespace, started)
-    free = eventually(lambda: in_use(stores, "spare"), timeout=10, what="InUse written")
+    free = eventually(lambda: in_use(stores, "spare"), what="InUse written")
     assert (free["status"], free["reason"]) == ("False", "NotReferenced")
     assert finalizers(stores, "spare") == []
     deleted = control_plane.kubectl(
@@ -287,9 +282,7 @@ def test_namespace_deletion_completes_across_a_writer_restart(
     stores.create("store", VALID)
     agents.create("agent", "store")
     first = start_writer(control_plane, tmp_path, namespace, started, leases)
-    eventually(
-        lambda: FINALIZER in finalizers(stores, "store"), timeout=10, what="our finalizer added"
-    )
+    eventually(lambda: FINALIZER in finalizers(stores, "store"), what="our finalizer added")
     assert first.stop() == 0
 
     core = k8s.CoreV1Api(api_client(control_plane))
@@ -324,7 +317,7 @@ def test_namespace_deletion_completes_across_a_writer_restart(
 
     # ...until a writer runs again: it releases the store, and the namespace goes.
     start_writer(control_plane, tmp_path, namespace, started, leases)
-    eventually(lambda: gone(stores, "store"), timeout=10, what="store released and gone")
+    eventually(lambda: gone(stores, "store"), what="store released and gone")
     eventually(namespace_gone, timeout=30, what="namespace deleted")
 
 
@@ -345,7 +338,6 @@ def test_a_finalizer_a_kubectl_apply_lists_too_is_released_on_the_servers_word(
     agents.create("support-agent", "shared-feedback")
     eventually(
         lambda: FINALIZER in finalizers(stores, "shared-feedback"),
-        timeout=10,
         what="our finalizer added",
     )
     manifest = {
@@ -378,7 +370,7 @@ def test_a_finalizer_a_kubectl_apply_lists_too_is_released_on_the_servers_word(
 
     control_plane.kubectl("delete", "fs", "shared-feedback", "-n", namespace, "--wait=false")
     agents.delete("support-agent")
-    eventually(lambda: gone(stores, "shared-feedback"), timeout=15, what="store released")
+    eventually(lambda: gone(stores, "shared-feedback"), what="store released")
     released = [
         e for e in events(control_plane, namespace, "shared-feedback") if e[1] == "DeletionReleased"
     ]

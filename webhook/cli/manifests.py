@@ -1,8 +1,9 @@
 """`feedbackstore-webhook manifests crd`: print or write the generated CRD (the committed one in
 `manifests/crd/`); `manifests policy`: the ValidatingAdmissionPolicies judging what the webhook
-judges (the committed ones in `manifests/policy/`, webhook/manifests/policy.py); `manifests
-chart`: write the Helm chart's generated files from `manifests/` (webhook/manifests/chart.py).
-`--check` compares instead, for CI and pre-commit."""
+judges (the committed ones in `manifests/policy/`, webhook/manifests/policy.py). The CRD's CEL
+rules and the policies are rendered from the same rule declarations (webhook/rules/
+declarations.py). `manifests chart`: write the Helm chart's generated files from `manifests/`
+(webhook/manifests/chart.py). `--check` compares instead, for CI and pre-commit."""
 
 from __future__ import annotations
 

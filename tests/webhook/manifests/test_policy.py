@@ -28,6 +28,7 @@ from webhook.cli.manifests import POLICY_FILE, REGISTRATION, policy_text
 from webhook.manifests import policy
 from webhook.manifests.crd import crd_manifest
 from webhook.rules import api, messages
+from webhook.rules.declarations import RULES
 from webhook.rules.forms import INLINE, STORE, Form
 from webhook.rules.summary import fit_lines
 
@@ -222,13 +223,8 @@ def test_the_bound_counts_bytes_where_the_webhook_counts_characters() -> None:
 
 
 CRD_SERVER = CrdServer.from_crd(crd_manifest())
-PLATFORM = (
-    messages.MSG_NO_SOURCE,
-    messages.MSG_DUP_HUMAN,
-    messages.MSG_DUP_ACROSS,
-    messages.MSG_DUP_EXTERNAL,
-    messages.MSG_DUP_CHANNEL,
-)
+# The platform's words: the cross-field rules' (what the CRD's CEL says).
+PLATFORM = tuple(rule.words for rule in RULES if rule.cross_field)
 
 
 @pytest.mark.parametrize(

@@ -419,7 +419,8 @@ def test_events_are_accepted_by_the_real_validation_and_stored_as_expected(
     time.sleep(1.1)
     stores.set_spec("bad", VALID)
     stores.wait_condition("bad", coherent)
-    settle(1.5)  # a resync: no more Events
+    # A resync (every second here) re-checks both stores: no more Events.
+    decided_to_leave_alone(writer, lambda: None, decisions=2)
 
     core = k8s.CoreV1Api(api_client(control_plane))
     events = sorted(

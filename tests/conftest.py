@@ -16,8 +16,17 @@ import pytest
 # is collected before tests/kube's own conftest runs.
 pytest.register_assert_rewrite("tests.kube.kubectl_support")
 
+from hypothesis import HealthCheck, settings  # noqa: E402
+
 from tests.support import prebuild  # noqa: E402 (after the registration above)
 from tests.support.emulator import ApiServerEmulator  # noqa: E402
+
+# The property tests state what holds of every example, not how fast one runs: hypothesis's
+# default 200 ms deadline per example and its too-slow health check fail them when another
+# suite shares the 2 cores (an example of the inline gauge's test took 412 ms at load 30).
+# Speed has its own benchmarks (bench/). One profile for the whole suite, so no test restates it.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 @pytest.fixture

@@ -39,7 +39,7 @@ def _owned_types(types: tuple[str, ...], manager: int) -> set[str]:
     return {t for i, t in enumerate(types) if i % len(MANAGERS) == manager}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(ownership_plan)
 def test_managers_with_disjoint_condition_types_never_conflict_or_clobber(
     plan: tuple[tuple[str, ...], list[tuple[int, dict[str, str]]]],
@@ -61,7 +61,7 @@ def test_managers_with_disjoint_condition_types_never_conflict_or_clobber(
     assert present == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(
     st.sampled_from(TYPES),
     st.sampled_from(["True", "False"]),
@@ -124,7 +124,7 @@ def _merge_diff(source: Any, target: Any) -> Any:
     return patch
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(json_objects, json_objects)
 def test_a_merge_patch_diff_turns_one_document_into_the_other(
     source: dict[str, Any], target: dict[str, Any]
@@ -132,7 +132,7 @@ def test_a_merge_patch_diff_turns_one_document_into_the_other(
     assert patching.merge_patch(source, _merge_diff(source, target)) == target
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(json_objects, st.text(min_size=1, max_size=3), json_values)
 def test_a_json_patch_add_then_test_then_remove_round_trips(
     document: dict[str, Any], key: str, value: Any

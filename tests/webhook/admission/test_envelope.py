@@ -373,7 +373,7 @@ def _mutated(changes: list[tuple[tuple[str, ...], Any]]) -> Any:
     return orjson.loads(orjson.dumps(sent))
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=400, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.sampled_from(ENVELOPE_FIELDS), envelope_values), max_size=3))
 def test_any_envelope_is_read_or_refused_with_a_short_message(
     changes: list[tuple[tuple[str, ...], Any]],

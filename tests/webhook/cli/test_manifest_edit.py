@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from webhook.cli.manifest_edit import Edit, apply, replace_entry
@@ -99,7 +99,7 @@ def decoded(text: str) -> Any:
 KEYS = st.lists(st.sampled_from(["model", "replicas", "image", "zone"]), max_size=2, unique=True)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300)
 @given(
     spec=SPEC,
     step=st.sampled_from([2, 4]),
@@ -138,7 +138,7 @@ def test_a_block_entry_is_replaced_in_place_and_nothing_else_moves(
         assert "\n" not in edited.replace("\r\n", "")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(spec=SPEC, first=st.booleans())
 def test_a_flow_entry_is_replaced_with_flow_json(spec: dict[str, Any], first: bool) -> None:
     entries = ["feedbackStoreRef: store", "replicas: 2"]

@@ -246,13 +246,13 @@ def cross_field_specs(draw: st.DrawFn) -> dict[str, Any]:
     return spec
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(cross_field_specs())
 def test_for_any_mix_of_sources_and_names_cel_and_the_verdict_agree(spec: dict[str, Any]) -> None:
     assert admitted(spec).cel_messages == verdict_messages(store(spec))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(cross_field_specs())
 def test_for_any_mix_cel_messages_name_what_the_verdict_names(spec: dict[str, Any]) -> None:
     assert_messages_name_what_the_verdict_names(spec)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.crd_apiserver import CrdServer
@@ -506,7 +506,7 @@ def specs(draw: st.DrawFn) -> Any:
     return spec
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(specs())
 def test_on_a_generated_corpus_the_crd_accepts_exactly_what_the_verdict_accepts(spec: Any) -> None:
     obj = store(spec)

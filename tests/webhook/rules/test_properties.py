@@ -84,7 +84,7 @@ def score_name_paths(spec: dict[str, Any]) -> list[tuple[str, str]]:
     return human + external
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, suppress_health_check=list(HealthCheck))
 @given(valid_specs())
 def test_any_coherent_spec_within_limits_is_valid(spec: dict[str, Any]) -> None:
     verdict = validate_spec(spec)
@@ -97,7 +97,7 @@ def test_any_coherent_spec_within_limits_is_valid(spec: dict[str, Any]) -> None:
         ]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=60, suppress_health_check=list(HealthCheck))
 @given(valid_specs(), st.data())
 def test_one_more_duplicate_name_is_exactly_one_problem_at_the_later_one(
     spec: dict[str, Any], data: st.DataObject
@@ -170,7 +170,7 @@ def near_valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     return spec
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, suppress_health_check=list(HealthCheck))
 @given(near_valid_specs())
 def test_per_field_limits_agree_with_the_declarative_model(spec: dict[str, Any]) -> None:
     verdict = validate_spec(spec)
@@ -198,7 +198,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(json_values)
 def test_no_input_makes_the_verdict_raise_or_change_it(spec: object) -> None:
     before = copy.deepcopy(spec)

@@ -75,9 +75,26 @@ _SEPARATOR_CEL: Final = "'" + "".join(f"\\x{ord(c):02x}" for c in PROBLEM_SEPARA
 # kube-apiserver's per-call cost limit (1,000,000) however many items there are: 8 lists of 64
 # categories of 128 characters cost about 420,000 (each repeat found by a traversal).
 CATEGORY_CHUNK: Final = 8
-# kube-apiserver keeps warnings of at most 256 characters, 4096 in all: with a policy's prefix
-# of about 150 characters, 16 warnings are what kubectl can show.
-WARNINGS_SHOWN: Final = 16
+# kube-apiserver keeps 4,096 characters of warnings per response; past that it cuts every
+# warning to its first 256 (k8s.io/apiserver's warning recorder), which would cut most lines
+# (seen on the real server: 20 scores of one name, 15 warnings cut inside their "first
+# declared at"). Each warning is kube-apiserver's prefix naming the policy and binding, then a
+# problem line; a repeated name with its first declaration is the longest common line, 240
+# characters at most (a channel's score name under spec.feedback.external[31], its value cut
+# to 64). So as many warnings as fit whole at that length are shown, the last counting the rest.
+WARNINGS_TOTAL: Final = 4096
+_LONG_LINE: Final = 240
+
+
+def warning_prefix(policy: str) -> str:
+    """What kube-apiserver puts before a Warn validation's message (the binding shares the
+    policy's name)."""
+    return f"Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{policy}': "
+
+
+WARNINGS_SHOWN: Final = WARNINGS_TOTAL // (
+    max(len(warning_prefix(entry)) for entry in install.ENTRIES) + _LONG_LINE
+)
 # The most lines a denial can show: every line has at least `<path>: Required value`.
 _SHORTEST_LINE = len(str(required(api.SPEC)))
 _MOST_LINES = PROBLEMS_BUDGET // (_SHORTEST_LINE + len(SEPARATOR)) + 1

@@ -288,6 +288,34 @@ def test_under_warn_past_the_warnings_shown_the_rest_are_counted() -> None:
     assert failures.failures[-1] == messages.more_problems(rest)
 
 
+# kube-apiserver's warning recorder (k8s.io/apiserver): 4,096 characters of warnings per
+# response, else each warning cut to 256; and what it puts before each, as seen on v1.37.2.
+KUBE_WARNINGS_TOTAL = 4096
+KUBE_PREFIX = "Validation failed for ValidatingAdmissionPolicy '{0}' with binding '{0}': "
+
+
+@pytest.mark.parametrize(
+    ("form", "entry"),
+    [(STORE, install.JUDGE_ENTRY), (INLINE, install.AGENT_ENTRY)],
+    ids=["a FeedbackStore", "an AgentDeployment"],
+)
+def test_under_warn_the_warnings_shown_fit_kube_apiservers_budget_whole(
+    form: Form, entry: str
+) -> None:
+    """Past its budget kube-apiserver cuts every warning, so the policy shows no more than fit
+    whole, at their longest: every channel repeats a score name of the longest length, each
+    line giving where it was first declared."""
+    name = "n" * api.MAX_NAME_LENGTH
+    channels = [
+        {"name": f"channel-{index}", "score": score(name)}
+        for index in range(api.MAX_EXTERNAL_CHANNELS)
+    ]
+    failures = program(form, "Warn").evaluate(holding(form, {"external": channels}))
+    sent = [KUBE_PREFIX.format(entry) + failure for failure in failures.failures]
+    assert len(sent) == policy.WARNINGS_SHOWN
+    assert sum(map(len, sent)) <= KUBE_WARNINGS_TOTAL
+
+
 # ---------------------------------------------------------------- the committed component
 
 

@@ -102,15 +102,16 @@ def stores(count: int) -> list[dict[str, Any]]:
 
 
 def launch(
-    plane: ControlPlane, workdir: pathlib.Path, name: str, workers: int, env: dict[str, str]
-) -> subprocess.Popen[bytes]:
+    plane: ControlPlane, workdir: pathlib.Path, name: str, workers: int, env: dict[str, str],
+    log_level: str,
+) -> subprocess.Popen[bytes]:  # fmt: skip
     env = {**env, "POD_NAME": name}
     with (workdir / f"{name}.log").open("wb") as log:
         return subprocess.Popen(
             [CONSOLE_SCRIPT, "status-writer", "--kubeconfig", str(plane.kubeconfig),
              "--lease-namespace", LEASE_NAMESPACE, "--metrics-port", "0",
              "--metrics-host", "127.0.0.1", "--workers", str(workers),
-             "--log-level", "warning"],
+             "--log-level", log_level],
             stderr=log, stdout=subprocess.DEVNULL, env=env,
         )  # fmt: skip
 
@@ -180,12 +181,12 @@ def stale(plane: ControlPlane) -> tuple[int, int]:
 
 
 def cold_start(plane: ControlPlane, workdir: pathlib.Path, tail: AuditTail, count: int,
-               workers: int, env: dict[str, str],
+               workers: int, env: dict[str, str], log_level: str,
                ) -> tuple[dict[str, Any], subprocess.Popen[bytes]]:  # fmt: skip
     tail.skip_to_end()
     seen = WriterRequests(tail)
     launched = time.time()
-    process = launch(plane, workdir, "writer-cold", workers, env)
+    process = launch(plane, workdir, "writer-cold", workers, env, log_level)
 
     def all_written() -> bool:
         seen.poll()
@@ -251,10 +252,10 @@ def lease_holder(plane: ControlPlane) -> str:
 
 
 def warm_start(plane: ControlPlane, workdir: pathlib.Path, tail: AuditTail,
-               workers: int, env: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+               workers: int, env: dict[str, str], log_level: str) -> dict[str, Any]:  # fmt: skip
     seen = WriterRequests(tail)
     launched = time.time()
-    process = launch(plane, workdir, "writer-warm", workers, env)
+    process = launch(plane, workdir, "writer-warm", workers, env, log_level)
     wait_for(lambda: lease_holder(plane).startswith("writer-warm_"), "leading", process)
     leading = time.time() - launched
     time.sleep(WARM_OBSERVATION)
@@ -329,9 +330,16 @@ def baseline(plane: ControlPlane, workers: int) -> dict[str, Any]:
     return {"seconds": seconds, "writing_seconds": seconds - (listed - started), "writes": writes}
 
 
-def run_size(
-    bin_dir: pathlib.Path, count: int, workers: int, keep: pathlib.Path | None, env: dict[str, str]
-) -> dict[str, Any]:
+def keep_logs(keep: pathlib.Path, count: int, workdir: pathlib.Path, plane: ControlPlane) -> None:
+    """Copies the writers' logs (as far as they got) and the server's audit log."""
+    keep.mkdir(parents=True, exist_ok=True)
+    for log in workdir.glob("writer-*.log"):
+        (keep / f"{count}-{log.name}").write_bytes(log.read_bytes())
+    (keep / f"{count}-audit.log").write_bytes(plane.audit_log.read_bytes())
+
+
+def run_size(bin_dir: pathlib.Path, count: int, workers: int, keep: pathlib.Path | None,
+             env: dict[str, str], log_level: str) -> dict[str, Any]:  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-writer-") as tmp:
         workdir = pathlib.Path(tmp)
         with running(bin_dir, workdir / "plane") as plane:
@@ -342,21 +350,20 @@ def run_size(
             seeded = time.perf_counter() - begun
             tail = AuditTail(plane.audit_log)
             load_before = load_average()
-            cold, process = cold_start(plane, workdir, tail, count, workers, env)
-            cold_exit = stop(process)
-            cold["seen"].poll()  # its Lease release, and its watch ending
-            cold["requests_with_shutdown"] = count_kinds(cold.pop("seen").events)
-            cold["exit"] = cold_exit
-            warm = warm_start(plane, workdir, tail, workers, env)
-            footprint = cache_footprint(list_body(plane))
-            clear_conditions(plane, 8)
-            base = baseline(plane, workers)
-            load_after = load_average()
-            if keep is not None:
-                keep.mkdir(parents=True, exist_ok=True)
-                for log in workdir.glob("writer-*.log"):
-                    (keep / f"{count}-{log.name}").write_bytes(log.read_bytes())
-                (keep / f"{count}-audit.log").write_bytes(plane.audit_log.read_bytes())
+            try:
+                cold, process = cold_start(plane, workdir, tail, count, workers, env, log_level)
+                cold_exit = stop(process)
+                cold["seen"].poll()  # its Lease release, and its watch ending
+                cold["requests_with_shutdown"] = count_kinds(cold.pop("seen").events)
+                cold["exit"] = cold_exit
+                warm = warm_start(plane, workdir, tail, workers, env, log_level)
+                footprint = cache_footprint(list_body(plane))
+                clear_conditions(plane, 8)
+                base = baseline(plane, workers)
+                load_after = load_average()
+            finally:  # a run that fails is the one whose logs are wanted most
+                if keep is not None:
+                    keep_logs(keep, count, workdir, plane)
     return {
         "objects": count,
         "invalid": count // 2,
@@ -436,6 +443,9 @@ def main() -> None:
     parser.add_argument("--objects", type=int, nargs="+", default=[2000, 10000])
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--keep", type=pathlib.Path, help="copy writer logs and audit logs here")
+    parser.add_argument(
+        "--writer-log-level", default="warning", help="the writers' --log-level (info: each write)"
+    )
     parser.add_argument("--json", type=pathlib.Path, help="also write the raw results here")
     parser.add_argument("--ref", default="HEAD", help="commit whose writer is measured")
     parser.add_argument(
@@ -449,7 +459,8 @@ def main() -> None:
         commit = "working tree" if source is None else snapshot(pathlib.Path(code), args.ref)
         print(f"status writer code: {commit}")
         for count in args.objects:
-            result = run_size(bin_dir, count, args.workers, args.keep, code_env(source))
+            env = code_env(source)
+            result = run_size(bin_dir, count, args.workers, args.keep, env, args.writer_log_level)
             result["code"] = commit
             report(result)
             results.append(result)

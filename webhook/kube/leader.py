@@ -156,17 +156,15 @@ class LeaderElector:
             self._stop.wait(self._settings.retry_period)
 
     def step(self) -> None:
-        # From before the request: the server may record the renewal as late as the answer.
-        attempted = self._clock()
         try:
-            held = self._try_acquire_or_renew()
+            renewed = self._try_acquire_or_renew()
         except Exception as error:  # an unreachable server is a failed renewal
-            held = False
+            renewed = None
             log.warning(
                 "lease request failed",
                 extra={"fields": {"status": status_code(error), "error": error_text(error)}},
             )
-        self._settle(held, attempted)
+        self._settle(renewed)
 
     def resign(self) -> None:
         """Stop leading now and renew no more; `release` gives the Lease up once what was written
@@ -191,23 +189,24 @@ class LeaderElector:
             return
         log.info("lease released", extra={"fields": {"identity": self.identity}})
 
-    def _settle(self, held: bool, attempted: float) -> None:
-        """A lapse is a step down even if this renewal succeeded: objects were skipped meanwhile, so
-        leading restarts with `on_started_leading`'s resync. A renewal older than the deadline is
-        not led on.
+    def _settle(self, renewed: float | None) -> None:
+        """`renewed`: when the write that renewed the Lease was sent (None: not renewed). A lapse
+        is a step down even if this renewal succeeded: objects were skipped meanwhile, so leading
+        restarts with `on_started_leading`'s resync. A renewal older than the deadline is not
+        led on.
         """
         with self._lock:
-            started = self._settle_locked(held, attempted)
+            started = self._settle_locked(renewed)
         if started:
             self._on_started()
 
-    def _settle_locked(self, held: bool, attempted: float) -> bool:
+    def _settle_locked(self, renewed: float | None) -> bool:
         now = self._clock()
         deadline = self._settings.renew_deadline
         if self._leading and now - self._renewed_at >= deadline:
             self._step_down("renewal deadline passed")
-        if held and now - attempted < deadline and not self._stop.is_set():
-            self._renewed_at = attempted
+        if renewed is not None and now - renewed < deadline and not self._stop.is_set():
+            self._renewed_at = renewed
             if not self._leading:
                 self._leading = True
                 self._metrics.leader.set(1)
@@ -222,9 +221,10 @@ class LeaderElector:
         self._metrics.lease_transitions.labels("standby").inc()
         log.info("stopped leading", extra={"fields": {"identity": self.identity, "why": why}})
 
-    def _try_acquire_or_renew(self) -> bool:
-        if self.is_leader() and self._renew_optimistically():
-            return True
+    def _try_acquire_or_renew(self) -> float | None:
+        """When the write that made us the holder was sent, None when we are not."""
+        if self.is_leader() and (renewed := self._renew_optimistically()) is not None:
+            return renewed
         lease = self._api.get()
         if lease is None:
             return self._claim(None)
@@ -235,10 +235,10 @@ class LeaderElector:
         if held_by_other(
             record, self.identity, self._observed_at, self._clock(), self._settings.lease_duration
         ):
-            return False
+            return None
         return self._claim(record)
 
-    def _renew_optimistically(self) -> bool:
+    def _renew_optimistically(self) -> float | None:
         """One update of the Lease last written, as client-go's leader; any error: read and decide.
 
         A GET before each renewal would be a second request per renewal (counted by
@@ -246,7 +246,7 @@ class LeaderElector:
         """
         observed = self._observed
         if observed is None or observed.holder != self.identity:
-            return False
+            return None
         try:
             return self._claim(observed)
         except Exception as error:
@@ -254,10 +254,18 @@ class LeaderElector:
                 "optimistic lease renewal failed; reading the lease",
                 extra={"fields": {"status": status_code(error), "error": error_text(error)}},
             )
-            return False
+            return None
 
-    def _claim(self, record: LeaseRecord | None) -> bool:
+    def _claim(self, record: LeaseRecord | None) -> float | None:
+        """When the write was sent, None when another candidate won the round (409).
+
+        A renewal counts from there, not from a read before it: the server records it no earlier,
+        and another candidate counts the Lease's expiry from when it sees the write. Counted from
+        the read, a candidate whose read and write together outlast the renew deadline never led,
+        though it held the Lease and renewed it every round.
+        """
         spec = claimed_spec(record, self.identity, self._settings.lease_duration, utc_now())
+        sent = self._clock()
         try:
             if record is None:
                 written = self._api.create(spec)
@@ -265,7 +273,7 @@ class LeaderElector:
                 written = self._api.replace(record.resource_version, spec)
         except Exception as error:
             if status_code(error) == http.HTTPStatus.CONFLICT:
-                return False  # another candidate won this round
+                return None  # another candidate won this round
             raise
         self._observed, self._observed_at = read_record(written), self._clock()
-        return True
+        return sent

@@ -167,3 +167,42 @@ def test_a_resigned_leader_leads_no_more_even_if_a_renewal_in_flight_succeeds() 
     assert not candidate.is_leader()
     assert len(starts) == 1
     assert transitions(candidate, "standby") == 1
+
+
+# One Lease request takes more than half the deadline: a round of one update fits in it, a round
+# of a read and an update does not.
+SLOW_REQUEST = 0.6 * DEADLINE
+
+
+def test_a_lapsed_leader_leads_again_though_its_read_and_update_outlast_the_deadline() -> None:
+    """The renewal the Lease stands on is the update that stamped it: another candidate counts
+    its expiry from when it sees that update, never from the read before it. Counted from the
+    read, a lapsed leader (its next round a read and an update) never led again on a server
+    this slow: it held the Lease and renewed it every round, kept every standby out, and wrote
+    nothing."""
+    clock, starts = Clock(), []
+    api = MemoryLease(clock)
+    candidate = elector(clock, api, starts)
+    candidate.step()
+    clock.now += 10.0  # one renewal very late (a paused process, a request that hung)
+    assert not candidate.is_leader()
+    api.request_seconds = SLOW_REQUEST
+    for _ in range(5):
+        candidate.step()
+        assert api.lease is not None
+        assert api.lease["spec"]["holderIdentity"] == "me_1"
+        assert candidate.is_leader()
+        clock.now += RETRY
+    assert starts[0] == 100.0
+    assert starts[1] > 110.0  # leading afresh, with its resync
+
+
+def test_a_first_acquisition_whose_read_and_create_outlast_the_deadline_leads() -> None:
+    """A writer starting against such a server: a read (no Lease yet), then the create."""
+    clock, starts = Clock(), []
+    api = MemoryLease(clock)
+    api.request_seconds = SLOW_REQUEST
+    candidate = elector(clock, api, starts)
+    candidate.step()
+    assert candidate.is_leader()
+    assert len(starts) == 1

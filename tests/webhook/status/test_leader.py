@@ -126,6 +126,28 @@ def test_a_leader_cut_off_from_its_lease_stops_writing_until_it_renews(
         assert sample(writer, "feedbackstore_status_leader") == 1
 
 
+def test_a_leader_that_lapsed_on_a_slow_server_leads_again_and_writes(
+    apiserver: ApiServerEmulator,
+) -> None:
+    """Each Lease request answered after more than half the renew deadline: one renewal is late,
+    the leader steps down, and from then on each round is a read and an update. Counted from
+    before the read, no such round was ever led on: the writer held the Lease and renewed it
+    round after round (no standby could take it) and wrote nothing, for as long as the server
+    stayed that slow."""
+    apiserver.create(NS, fs("store", INVALID))
+    with running_writer(apiserver, **SLOW_EXPIRY) as writer:
+        apiserver.eventually(writer.is_leader)
+        converged(apiserver)
+        slow = 0.6 * SLOW_EXPIRY["renew_deadline"]
+        apiserver.faults.delay(slow, path_contains="/leases/")
+        apiserver.faults.delay(2 * slow, path_contains="/leases/", count=1)  # the late one
+        apiserver.eventually(lambda: not writer.is_leader(), timeout=30)
+        apiserver.update(NS, "store", lambda o: o.update(spec=VALID))
+        converged(apiserver, timeout=45)
+        assert writer.is_leader()
+        assert lease_spec(apiserver)["holderIdentity"] == writer.elector.identity
+
+
 def test_lease_times_are_microtime_with_six_fractional_digits(
     apiserver: ApiServerEmulator,
 ) -> None:

@@ -79,6 +79,11 @@ stop_daemon() {
 	if [ -n "$started_daemon" ]; then
 		kill "$started_daemon" 2>/dev/null || true
 		wait "$started_daemon" 2>/dev/null || true
+		# dockerd leaves its bind mount of the host's network namespace behind when it stops,
+		# and a cache folder with a mount in it cannot be deleted ("Device or resource busy").
+		for netns in "$run"/exec/netns/*; do
+			if mountpoint -q "$netns"; then umount "$netns" || true; fi
+		done
 	fi
 }
 trap stop_daemon EXIT

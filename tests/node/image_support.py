@@ -165,16 +165,24 @@ class Docker:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)
+        self._release_mounts()
+
+    def _release_mounts(self) -> None:
+        """dockerd leaves its bind mount of the host's network namespace behind when it stops, and
+        a cache folder with a mount in it cannot be deleted ("Device or resource busy")."""
+        for netns in (self._run_dir / "exec" / "netns").glob("*"):
+            if os.path.ismount(netns):
+                subprocess.run(["umount", str(netns)], check=False, timeout=30)
 
     def ensure_image(self, tarball: pathlib.Path) -> str:
         """Make the daemon hold the image of `tarball` (image.sh's, built when the session
